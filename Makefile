@@ -1,0 +1,35 @@
+# Every target bootstraps .venv with python3 alone; nothing else is needed on the machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONFIG ?= config.json
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint typecheck bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/toolsift serve --config $(CONFIG) --host $(HOST) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check app tests bench examples
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python bench/tokens.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,205 @@
+"""The tool catalog: every MCP tool under its exposed name, toolset filtering and the loaded/deferred split.
+
+A `Catalog` is an immutable snapshot of what the MCP servers list; a refresh makes a new one with a higher
+version, so a running request keeps the snapshot it started with. `RequestTools` is one request's view:
+toolset-filtered MCP tools plus the client's own tools, split into loaded and deferred.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.config import Config, ExcludeSpec, ServerSelection
+from app.protocol import GatewayError, ToolDefinition
+
+SEARCH_TOOL_NAME = "search_tools"
+MAX_NAME_LENGTH = 64
+_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+ALWAYS_LOAD_META = "anthropic/alwaysLoad"
+SEARCH_HINT_META = "anthropic/searchHint"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One tool as the model sees it. `server` is None for tools the client sent."""
+
+    name: str
+    original_name: str
+    server: str | None
+    description: str
+    parameters: dict[str, Any]
+    deferred: bool
+    search_hint: str = ""
+    definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def source(self) -> Literal["mcp", "client"]:
+        return "client" if self.server is None else "mcp"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTools:
+    """What one MCP server contributed to a catalog."""
+
+    name: str
+    description: str
+    deferred: bool
+    tools: tuple[ToolEntry, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    version: int
+    servers: Mapping[str, ServerTools]
+    tools: Mapping[str, ToolEntry]
+
+    def server_of(self, tool_name: str) -> str | None:
+        entry = self.tools.get(tool_name)
+        return entry.server if entry else None
+
+
+def exposed_name(server: str, tool: str, taken: set[str]) -> str:
+    """`{server}__{tool}`, sanitised to OpenAI's function-name rule and unique within `taken`."""
+    candidate = _INVALID_NAME_CHARS.sub("_", f"{server}__{tool}")
+    if len(candidate) <= MAX_NAME_LENGTH and candidate not in taken:
+        return candidate
+    digest = hashlib.sha1(f"{server}\0{tool}".encode()).hexdigest()
+    for length in (8, 12, 40):
+        name = f"{candidate[: MAX_NAME_LENGTH - length - 1]}_{digest[:length]}"
+        if name not in taken:
+            return name
+    raise ValueError(f"cannot make a unique name for {server}/{tool}")  # pragma: no cover - sha1 collision
+
+
+def openai_definition(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version: int) -> Catalog:
+    """Make a snapshot from each server's `tools/list` result (mcp Tool objects), in config order."""
+    discovery = config.tool_discovery
+    taken: set[str] = {SEARCH_TOOL_NAME}
+    servers: dict[str, ServerTools] = {}
+    tools: dict[str, ToolEntry] = {}
+    for server_name, server_config in config.mcp_servers.items():
+        if server_name not in listings:
+            continue
+        server_deferred = discovery.enabled and (discovery.defer_all or server_config.defer_loading)
+        entries: list[ToolEntry] = []
+        for tool in listings[server_name]:
+            meta = getattr(tool, "meta", None) or {}
+            name = exposed_name(server_name, tool.name, taken)
+            taken.add(name)
+            description = (tool.description or getattr(tool, "title", None) or "").strip()
+            parameters = _clean_schema(tool.input_schema)
+            entry = ToolEntry(
+                name=name,
+                original_name=tool.name,
+                server=server_name,
+                description=description,
+                parameters=parameters,
+                deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True,
+                search_hint=str(meta.get(SEARCH_HINT_META) or ""),
+                definition=openai_definition(name, description, parameters),
+            )
+            entries.append(entry)
+            tools[name] = entry
+        summary = server_config.description or _summarise(entries)
+        servers[server_name] = ServerTools(server_name, summary, server_deferred, tuple(entries))
+    return Catalog(version=version, servers=servers, tools=tools)
+
+
+def _clean_schema(schema: Any) -> dict[str, Any]:
+    """An object schema as OpenAI accepts it (some servers omit `properties` or `type`)."""
+    result = dict(schema) if isinstance(schema, dict) else {}
+    result.setdefault("type", "object")
+    if result.get("type") == "object":
+        result.setdefault("properties", {})
+    return result
+
+
+def _summarise(entries: list[ToolEntry]) -> str:
+    """A one-line summary from the first sentences of the server's tool descriptions."""
+    firsts = [entry.description.split("\n")[0].split(". ")[0].rstrip(".") for entry in entries if entry.description]
+    text = "; ".join(firsts[:3])
+    return text if len(text) <= 100 else text[:97].rstrip() + "..."
+
+
+def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> list[ToolEntry]:
+    """The MCP tools a request may see: all of them, or those its toolset allows."""
+    if tool_set is None:
+        return list(catalog.tools.values())
+    spec = config.tool_sets.get(tool_set)
+    if spec is None:
+        available = ", ".join(sorted(config.tool_sets)) or "none are configured"
+        raise GatewayError(
+            400,
+            f"Unknown tool_set {tool_set!r}. Available tool sets: {available}.",
+            param="tool_set",
+            code="unknown_tool_set",
+        )
+    selected: list[ToolEntry] = []
+    for server_name, selection in spec.servers.items():
+        server = catalog.servers.get(server_name)
+        if server is None:  # down or not yet listed: nothing to offer, nothing to validate
+            continue
+        selected.extend(_apply_selection(server, selection, tool_set))
+    return selected
+
+
+def _apply_selection(server: ServerTools, selection: ServerSelection, tool_set: str) -> list[ToolEntry]:
+    if selection is True:
+        return list(server.tools)
+    if selection is False:
+        return []
+    names = selection.exclude if isinstance(selection, ExcludeSpec) else selection
+    known = {entry.original_name for entry in server.tools}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise GatewayError(
+            400,
+            f"tool_set {tool_set!r} names unknown tools of server {server.name!r}: {', '.join(unknown)}. "
+            f"Its tools are: {', '.join(sorted(known))}.",
+            param="tool_set",
+            code="unknown_tool",
+        )
+    if isinstance(selection, ExcludeSpec):
+        return [entry for entry in server.tools if entry.original_name not in names]
+    wanted = set(names)
+    return [entry for entry in server.tools if entry.original_name in wanted]
+
+
+def client_entries(tools: list[ToolDefinition] | None, reserved: Mapping[str, ToolEntry]) -> list[ToolEntry]:
+    """The client's tools as entries; a name that collides with an exposed tool is a 400."""
+    entries: list[ToolEntry] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(tools or []):
+        name = tool.function.name
+        if name in reserved or name == SEARCH_TOOL_NAME:
+            raise GatewayError(
+                400,
+                f"Client tool {name!r} collides with a tool name the gateway exposes; rename it.",
+                param=f"tools[{index}].function.name",
+                code="tool_name_collision",
+            )
+        if name in seen:
+            raise GatewayError(400, f"Duplicate client tool name {name!r}.", param=f"tools[{index}].function.name")
+        seen.add(name)
+        definition = tool.model_dump(exclude_none=True, exclude={"defer_loading"})
+        function = definition["function"]
+        entries.append(
+            ToolEntry(
+                name=name,
+                original_name=name,
+                server=None,
+                description=function.get("description") or "",
+                parameters=function.get("parameters") or {"type": "object", "properties": {}},
+                deferred=tool.defer_loading,
+                definition=definition,
+            )
+        )
+    return entries

@@ -1,0 +1,248 @@
+"""Configuration: one JSON file, `${VAR}` / `${VAR:-default}` expanded from the environment.
+
+The file format follows what users already have: `mcpServers` is the key Claude Desktop and Cursor use, so a
+pasted block works as is. Every problem is reported at once, one line per key, so a bad deploy fails loudly
+at start-up instead of at the first request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+_ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+SEARCH_RESULTS_HARD_CAP = 25
+
+
+class ConfigError(Exception):
+    """Raised with every problem found, one human-readable line each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderConfig(_Strict):
+    type: Literal["openai"] = "openai"
+    base_url: str = "https://api.openai.com/v1"
+    api_key: str | None = None
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(300.0, gt=0)
+
+
+class ModelConfig(_Strict):
+    provider: str
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class McpServerConfig(BaseModel):
+    """A stdio (`command`) or remote (`url`) MCP server.
+
+    Extra keys are tolerated because configs pasted from other MCP clients carry their own (`alwaysAllow`,
+    `disabled`, ...); `type` is read as the transport, as Claude Code writes it.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    defer_loading: bool = False
+    disabled: bool = False
+    description: str | None = None
+    startup_timeout: float | None = Field(None, gt=0)
+    tool_timeout: float | None = Field(None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_is_transport(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "type" in data and "transport" not in data:
+            data = {**data, "transport": data["type"]}
+            data.pop("type")
+        return data
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set exactly one of 'command' (stdio) or 'url' (remote)")
+        if self.url and self.transport == "stdio":
+            raise ValueError("transport 'stdio' needs 'command', not 'url'")
+        if self.command and self.transport not in (None, "stdio"):
+            raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
+        return self
+
+    @property
+    def transport_name(self) -> str:
+        if self.command:
+            return "stdio"
+        if self.transport in (None, "http"):
+            return "streamable-http"
+        return self.transport
+
+
+class ToolDiscoveryConfig(_Strict):
+    enabled: bool = True
+    defer_all: bool = False
+    max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
+
+
+class ExcludeSpec(_Strict):
+    exclude: list[str]
+
+
+ServerSelection = bool | list[str] | ExcludeSpec
+
+
+class ToolSetConfig(_Strict):
+    description: str = ""
+    servers: dict[str, ServerSelection]
+
+
+class SessionConfig(_Strict):
+    ttl_seconds: float = Field(3600.0, gt=0)
+    max_sessions: int = Field(10_000, ge=1)
+
+
+class Config(_Strict):
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    default_provider: str | None = None
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
+    tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
+    sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
+    tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
+    mcp_startup_timeout: float = Field(30.0, gt=0)
+    tool_call_timeout: float = Field(60.0, gt=0)
+    tool_result_max_chars: int = Field(20_000, ge=200)
+    max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # Set by parse_config: config paths whose `${VAR}` had no value (so errors can name the variable), and the
+    # directory relative paths of stdio servers are resolved against.
+    unset_env: dict[str, str] = Field(default_factory=dict, exclude=True)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def __init__(self, **data: Any) -> None:
+        for internal in ("unset_env", "base_dir"):
+            if internal in data:
+                raise ValueError(f"{internal}: unknown key")
+        super().__init__(**data)
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Config:
+        problems: list[str] = []
+        if self.default_provider is None and len(self.providers) == 1:
+            self.default_provider = next(iter(self.providers))
+        if self.default_provider is not None and self.default_provider not in self.providers:
+            problems.append(
+                f"default_provider: {self.default_provider!r} is not one of providers {_names(self.providers)}"
+            )
+        for alias, model in self.models.items():
+            if model.provider not in self.providers:
+                problems.append(
+                    f"models.{alias}.provider: {model.provider!r} is not one of providers {_names(self.providers)}"
+                )
+        for set_name, tool_set in self.tool_sets.items():
+            for server in tool_set.servers:
+                if server not in self.mcp_servers:
+                    problems.append(
+                        f"tool_sets.{set_name}.servers: unknown server {server!r}; "
+                        f"servers are {_names(self.mcp_servers)}"
+                    )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+def _names(mapping: dict[str, Any]) -> str:
+    return ", ".join(sorted(mapping)) or "(none)"
+
+
+def expand_env(value: Any, environ: dict[str, str], unset: dict[str, str], path: str = "") -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string; record `path -> VAR` for unset variables."""
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            found = environ.get(name)
+            if found:
+                return found
+            if default is not None:
+                return default
+            unset[path] = name
+            return ""
+
+        return _ENV_PATTERN.sub(substitute, value)
+    if isinstance(value, dict):
+        return {key: expand_env(item, environ, unset, f"{path}.{key}" if path else key) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_env(item, environ, unset, f"{path}[{index}]") for index, item in enumerate(value)]
+    return value
+
+
+def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path | None = None) -> Config:
+    """Validate an already-decoded JSON document; raise ConfigError listing every problem."""
+    if not isinstance(raw, dict):
+        raise ConfigError(["config: the top level must be a JSON object"])
+    if "servers" in raw and "mcpServers" not in raw:
+        raw = {**raw, "mcpServers": raw["servers"]}
+        raw.pop("servers")
+    unset: dict[str, str] = {}
+    expanded = expand_env(raw, dict(os.environ) if environ is None else environ, unset)
+    try:
+        config = Config.model_validate(expanded)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+    config.unset_env = unset
+    config.base_dir = base_dir or Path.cwd()
+    return config
+
+
+def load_config(path: str | os.PathLike[str], environ: dict[str, str] | None = None) -> Config:
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{file}: cannot read config file ({exc.strerror or exc})"]) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError([f"{file}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
+    return parse_config(raw, environ, base_dir=file.resolve().parent)
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    lines: list[str] = []
+    for error in exc.errors():
+        parts = [str(part) for part in error["loc"]]
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if any(_is_union_tag(part) for part in parts):
+            parts = [part for part in parts if not _is_union_tag(part)]
+            message = 'expected true, false, a list of tool names, or {"exclude": [tool names]}'
+        elif error["type"] == "extra_forbidden":
+            message = "unknown key"
+        location = ".".join(parts) or "config"
+        lines.extend(f"{location}: {line}" for line in message.split("\n"))
+    return list(dict.fromkeys(lines))
+
+
+def _is_union_tag(part: str) -> bool:
+    return part in {"bool", "ExcludeSpec"} or part.startswith("list[")

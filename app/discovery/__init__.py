@@ -1,0 +1,1 @@
+"""Tool discovery: the keyword index, the manifest, and the `search_tools` meta-tool."""

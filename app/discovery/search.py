@@ -1,0 +1,223 @@
+"""`search_tools`: answer the model's search from the index, by exact names, or by server.
+
+Every outcome is text the model can act on: found tools with their parameters, or an error that says what to
+try next (valid servers, closest names, a different query). Nothing here raises to the caller.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.catalog import ToolEntry
+from app.config import SEARCH_RESULTS_HARD_CAP
+from app.discovery.index import ToolIndex
+from app.discovery.manifest import ManifestGroup, search_tool_definition
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Everything about one set of deferred tools that does not change between requests."""
+
+    groups: tuple[ManifestGroup, ...]
+    index: ToolIndex
+    definition: dict[str, Any]
+    by_name: dict[str, ToolEntry]
+    by_original_name: dict[str, list[ToolEntry]]
+    by_group: dict[str, list[ToolEntry]]
+
+    @classmethod
+    def build(cls, groups: Sequence[ManifestGroup]) -> Discovery:
+        entries = [entry for group in groups for entry in group.tools]
+        by_original: dict[str, list[ToolEntry]] = {}
+        for entry in entries:
+            by_original.setdefault(entry.original_name, []).append(entry)
+        return cls(
+            groups=tuple(groups),
+            index=ToolIndex(entries),
+            definition=search_tool_definition(groups),
+            by_name={entry.name: entry for entry in entries},
+            by_original_name=by_original,
+            by_group={group.label: list(group.tools) for group in groups},
+        )
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    text: str
+    found: list[ToolEntry]
+
+
+def run_search(
+    arguments: dict[str, Any],
+    discovery: Discovery,
+    is_loaded: Callable[[str], bool],
+    limit: int,
+    loaded_servers: Sequence[str] = (),
+) -> SearchOutcome:
+    query = arguments.get("query")
+    server = arguments.get("server_name")
+    names = arguments.get("tool_names")
+    problem = _check_types(query, server, names)
+    if problem:
+        return SearchOutcome(f"Error: {problem}", [])
+    query = (query or "").strip() or None
+    server = (server or "").strip() or None
+    names = [name.strip() for name in names or [] if name.strip()] or None
+    if query is None and server is None and names is None:
+        return SearchOutcome(
+            "Error: search_tools needs at least one of 'query' (keywords), 'server_name' or 'tool_names'.", []
+        )
+    if server is not None and server not in discovery.by_group:
+        if server in loaded_servers:
+            return SearchOutcome(f"The tools of server '{server}' are already loaded; call them directly.", [])
+        valid = ", ".join(discovery.by_group) or "(none)"
+        return SearchOutcome(f"Error: Unknown server '{server}'. Servers you can search: {valid}.", [])
+    limit = max(1, min(limit, SEARCH_RESULTS_HARD_CAP))
+    if names is not None:
+        return _by_names(names, server, discovery, is_loaded)
+    if query is not None:
+        return _by_query(query, server, discovery, is_loaded, limit)
+    assert server is not None
+    return _by_server(server, discovery, is_loaded)
+
+
+def _check_types(query: Any, server: Any, names: Any) -> str | None:
+    if query is not None and not isinstance(query, str):
+        return "'query' must be a string."
+    if server is not None and not isinstance(server, str):
+        return "'server_name' must be a string."
+    if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        return "'tool_names' must be an array of strings."
+    return None
+
+
+def _by_names(
+    names: list[str], server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool]
+) -> SearchOutcome:
+    found: list[ToolEntry] = []
+    missing: list[str] = []
+    for name in names:
+        matches = _resolve_name(name, server, discovery)
+        if not matches:
+            missing.append(name)
+        found.extend(match for match in matches if match not in found)
+    text = _describe(found, is_loaded) if found else ""
+    if missing:
+        notes = [f"No tool named '{name}'{_scope(server)}.{_closest(name, server, discovery)}" for name in missing]
+        text = "\n".join(([text, ""] if text else []) + notes)
+    return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
+
+
+def _resolve_name(name: str, server: str | None, discovery: Discovery) -> list[ToolEntry]:
+    exact = discovery.by_name.get(name)
+    if exact is not None:
+        return [exact] if server is None or exact in discovery.by_group[server] else []
+    bare = discovery.by_original_name.get(name, [])
+    if server is not None:
+        bare = [entry for entry in bare if entry in discovery.by_group[server]]
+    return bare
+
+
+def _closest(name: str, server: str | None, discovery: Discovery) -> str:
+    pool = discovery.by_group[server] if server else [e for group in discovery.by_group.values() for e in group]
+    candidates = {entry.name for entry in pool} | {entry.original_name for entry in pool}
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    if not close:
+        ranked = discovery.index.rank(name, None)
+        close = [entry.name for entry, _ in ranked[:3] if server is None or entry in pool]
+    return f" Closest matches: {', '.join(close)}." if close else " Try a 'query' with keywords instead."
+
+
+def _scope(server: str | None) -> str:
+    return f" on server '{server}'" if server else ""
+
+
+def _by_query(
+    query: str, server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool], limit: int
+) -> SearchOutcome:
+    ranked = discovery.index.rank(query, None)
+    if server is not None:
+        allowed = discovery.by_group[server]
+        ranked = [(entry, score) for entry, score in ranked if entry in allowed]
+    fresh: list[ToolEntry] = []
+    already: list[ToolEntry] = []
+    for entry, _score in ranked:
+        if len(fresh) >= limit:
+            break
+        (already if is_loaded(entry.name) else fresh).append(entry)
+    if not fresh and not already:
+        hint = f" Servers: {', '.join(discovery.by_group)}." if discovery.by_group else ""
+        return SearchOutcome(
+            f"No tools found matching '{query}'{_scope(server)}. Try other keywords, a server_name, or "
+            f"tool_names from the manifest.{hint}",
+            [],
+        )
+    text = _describe(fresh, is_loaded) if fresh else "No new tools found."
+    if already:
+        text += f"\nAlready loaded (call directly): {', '.join(entry.name for entry in already)}."
+    return SearchOutcome(text, fresh)
+
+
+def _by_server(server: str, discovery: Discovery, is_loaded: Callable[[str], bool]) -> SearchOutcome:
+    entries = discovery.by_group[server]
+    shown = entries[:SEARCH_RESULTS_HARD_CAP]
+    text = _describe(shown, is_loaded)
+    rest = entries[SEARCH_RESULTS_HARD_CAP:]
+    if rest:
+        text += (
+            f"\n{len(rest)} more tools on '{server}' were not loaded: {', '.join(e.original_name for e in rest)}. "
+            "Load them with tool_names."
+        )
+    return SearchOutcome(text, [entry for entry in shown if not is_loaded(entry.name)])
+
+
+def _describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> str:
+    any_new = False
+    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}:", ""]
+    for entry in entries:
+        origin = f"server: {entry.server}" if entry.server else "client tool"
+        loaded = is_loaded(entry.name)
+        any_new = any_new or not loaded
+        status = "; already loaded" if loaded else ""
+        lines.append(f"- {entry.name} ({origin}{status})")
+        if entry.description:
+            lines.append(f"  {_first_paragraph(entry.description)}")
+        lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
+        lines.append("")
+    lines.append("These tools are now loaded and available to call." if any_new else "These tools were already loaded.")
+    return "\n".join(lines)
+
+
+def _first_paragraph(text: str, limit: int = 300) -> str:
+    paragraph = text.strip().split("\n\n")[0].replace("\n", " ")
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 3].rstrip() + "..."
+
+
+def parameter_summary(schema: dict[str, Any]) -> str:
+    properties = schema.get("properties") or {}
+    if not properties:
+        return "none"
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, spec in properties.items():
+        kind = _type_name(spec if isinstance(spec, dict) else {})
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts)
+
+
+def _type_name(spec: dict[str, Any]) -> str:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(item) for item in kind)
+    if kind:
+        return str(kind)
+    for key in ("anyOf", "oneOf"):
+        options = [_type_name(option) for option in spec.get(key, []) if isinstance(option, dict)]
+        if options:
+            return " | ".join(dict.fromkeys(options))
+    if "enum" in spec:
+        return "enum"
+    return "any"

@@ -1,0 +1,163 @@
+"""HTTP routes: OpenAI's `/v1/chat/completions` and `/v1/models`, plus `/healthz`.
+
+A request reads top to bottom: body -> model route -> the request's tools -> the loop -> the response, with
+one log line at the end. Every failure is answered in OpenAI's error shape; tracebacks stay in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.config import Config
+from app.loop import ChatLoop
+from app.mcp.connections import McpManager
+from app.protocol import ChatCompletionRequest, GatewayError, error_body, parse_chat_request
+from app.providers import Router
+from app.request_tools import DiscoveryCache, RequestTools, history_tool_names, prepare_request_tools
+from app.sessions import SessionStore
+
+log = logging.getLogger("toolsift.http")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
+
+
+class Gateway:
+    """Everything a request needs that outlives it: config, MCP connections, providers, caches."""
+
+    def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.mcp = McpManager(config, mcp_targets)
+        self.router = Router(config)
+        self.discovery = DiscoveryCache()
+        self.sessions = SessionStore(config.sessions.ttl_seconds, config.sessions.max_sessions)
+
+    async def start(self) -> None:
+        await self.mcp.start()
+
+    async def stop(self) -> None:
+        await self.mcp.stop()
+        await self.router.aclose()
+
+    def request_tools(self, request: ChatCompletionRequest, session_id: str | None) -> RequestTools:
+        tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
+        tools.load(history_tool_names(request.messages))
+        if session_id:
+            tools.load(self.sessions.tools(session_id))
+        return tools
+
+
+def create_app(gateway: Gateway) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await gateway.start()
+        try:
+            yield
+        finally:
+            await gateway.stop()
+
+    app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.gateway = gateway
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return JSONResponse(error_body(str(exc.detail), kind), exc.status_code)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        servers = gateway.mcp.health()
+        up = all(server["state"] in ("up", "disabled") for server in servers.values())
+        return {"status": "ok" if up else "degraded", "servers": servers}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        data = [
+            {"id": alias, "object": "model", "created": 0, "owned_by": model.provider}
+            for alias, model in gateway.config.models.items()
+        ]
+        return {"object": "list", "data": data}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        return await _chat(gateway, request)
+
+    return app
+
+
+async def _chat(gateway: Gateway, request: Request) -> Response:
+    supplied = request.headers.get("x-request-id", "")
+    request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{uuid.uuid4().hex[:16]}"
+    started = time.perf_counter()
+    facts: dict[str, Any] = {"model": None, "provider": None}
+    loop: ChatLoop | None = None
+    try:
+        body = await _read_body(request, gateway.config.max_request_bytes)
+        chat_request, payload = parse_chat_request(body)
+        facts["model"] = chat_request.model
+        if chat_request.stream:
+            raise GatewayError(400, "stream: true is not supported by this gateway version.", param="stream")
+        route = gateway.router.route(chat_request.model)
+        facts["provider"] = route.provider.name
+        session_id = request.headers.get("x-session-id") or chat_request.session_id
+        tools = gateway.request_tools(chat_request, session_id)
+        loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
+        result = await loop.run(payload)
+        if session_id:
+            gateway.sessions.remember(session_id, tools.discovered)
+        response: Response = JSONResponse(result)
+    except GatewayError as exc:
+        response = JSONResponse(exc.body(), exc.status)
+    except Exception:
+        log.exception("unhandled error id=%s", request_id)
+        response = JSONResponse(
+            error_body(f"Internal gateway error (request {request_id}); see the gateway log.", "server_error"), 500
+        )
+    response.headers["x-request-id"] = request_id
+    _log_request(request_id, response.status_code, started, facts, loop)
+    return response
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"Request body is larger than the gateway's limit of {limit:,} bytes.", code="payload_too_large"
+    )
+
+
+def _log_request(request_id: str, status: int, started: float, facts: dict[str, Any], loop: ChatLoop | None) -> None:
+    fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
+    if loop is not None:
+        usage = loop.stats.usage or {}
+        fields.update(
+            rounds=loop.stats.rounds,
+            searches=loop.tools.search_calls,
+            found=",".join(loop.tools.found_by_search) or "-",
+            called=",".join(loop.stats.tools_called) or "-",
+            mcp_errors=loop.stats.mcp_errors,
+            upstream_ms=round(loop.stats.upstream_seconds * 1000, 1),
+            tokens=usage.get("total_tokens", "-"),
+        )
+    fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    log.info("request %s", " ".join(f"{key}={value}" for key, value in fields.items()))

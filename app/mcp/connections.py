@@ -1,0 +1,223 @@
+"""Long-lived MCP connections: started together at start-up, kept open, tools re-listed when they change.
+
+Each server gets one task that owns its fastmcp `Client` context for the gateway's lifetime (entering and
+leaving the context in the same task), so there is never a process or handshake per request. A server that
+fails to start is reported as down; the others work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+from fastmcp import Client
+from fastmcp.client.messages import MessageHandler
+from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+
+from app.catalog import Catalog, build_catalog
+from app.config import Config, McpServerConfig
+from app.mcp.results import error_text, result_text
+
+log = logging.getLogger("toolsift.mcp")
+
+
+class ServerState(StrEnum):
+    CONNECTING = "connecting"
+    UP = "up"
+    DOWN = "down"
+    DISABLED = "disabled"
+
+
+class ServerUnavailable(Exception):
+    """The server is not connected; the message says why."""
+
+
+def build_transport(config: McpServerConfig, base_dir: Path) -> Any:
+    if config.command:
+        # Children get a clean environment (PATH and a few basics, plus the server's own `env`), never the
+        # gateway's secrets. The gateway's interpreter directory leads PATH, as in an activated virtualenv, so
+        # `python` and server commands installed beside toolsift resolve to them.
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        cwd = Path(config.cwd) if config.cwd else base_dir
+        return StdioTransport(
+            config.command,
+            config.args,
+            env={"PATH": path, **config.env},
+            cwd=str(cwd if cwd.is_absolute() else base_dir / cwd),
+        )
+    assert config.url is not None
+    if config.transport_name == "sse":
+        return SSETransport(config.url, headers=config.headers)
+    return StreamableHttpTransport(config.url, headers=config.headers)
+
+
+class _ListChanged(MessageHandler):
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self._on_change = on_change
+
+    async def on_tool_list_changed(self, message: mcp_types.ToolListChangedNotification) -> None:
+        self._on_change()
+
+
+class ServerConnection:
+    def __init__(
+        self, name: str, config: McpServerConfig, settings: Config, on_tools: Callable[[], None], target: Any = None
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.transport_name = "memory" if target is not None else config.transport_name
+        self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
+        self.error: str | None = None
+        self.tools: list[mcp_types.Tool] = []
+        self.startup_timeout = config.startup_timeout or settings.mcp_startup_timeout
+        self.tool_timeout = config.tool_timeout or settings.tool_call_timeout
+        self._ttl = settings.tool_cache_ttl
+        self._on_tools = on_tools
+        self._target = target if target is not None else build_transport(config, settings.base_dir)
+        self._client: Client[Any] | None = None
+        self._ready = asyncio.Event()
+        self._refresh = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Connect and list tools, waiting at most the start-up timeout; never raises."""
+        if self.state is ServerState.DISABLED:
+            return
+        self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
+        except TimeoutError:
+            self._fail(f"did not start within {self.startup_timeout:g}s")
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        client: Client[Any] = Client(
+            self._target,
+            message_handler=_ListChanged(self.request_refresh),
+            timeout=self.tool_timeout,
+            init_timeout=self.startup_timeout,
+        )
+        try:
+            async with client:
+                self._client = client
+                self.tools = await client.list_tools()
+                self.state, self.error = ServerState.UP, None
+                log.info(
+                    "mcp server up server=%s transport=%s tools=%d", self.name, self.transport_name, len(self.tools)
+                )
+                self._on_tools()
+                self._ready.set()
+                await self._refresh_forever(client)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(_describe_exception(exc))
+        finally:
+            self._client = None
+
+    async def _refresh_forever(self, client: Client[Any]) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._refresh.wait(), self._ttl or None)
+            self._refresh.clear()
+            tools = await client.list_tools()
+            if [tool.model_dump() for tool in tools] != [tool.model_dump() for tool in self.tools]:
+                self.tools = tools
+                log.info("mcp tools changed server=%s tools=%d", self.name, len(tools))
+                self._on_tools()
+
+    def request_refresh(self) -> None:
+        self._refresh.set()
+
+    def _fail(self, message: str) -> None:
+        was_up = self.state is ServerState.UP
+        self.state, self.error, self.tools = ServerState.DOWN, message, []
+        log.warning("mcp server down server=%s error=%s", self.name, message)
+        self._ready.set()
+        if was_up:
+            self._on_tools()
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        client = self._client
+        if client is None or self.state is not ServerState.UP:
+            raise ServerUnavailable(
+                f"MCP server '{self.name}' is {self.state.value}" + (f": {self.error}" if self.error else "")
+            )
+        return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._task, 5)
+
+
+def _describe_exception(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+class McpManager:
+    """All configured servers and the catalog snapshot built from what they list."""
+
+    def __init__(self, config: Config, targets: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.connections = {
+            name: ServerConnection(name, server, config, self._rebuild, (targets or {}).get(name))
+            for name, server in config.mcp_servers.items()
+        }
+        self._version = 0
+        self.catalog: Catalog = build_catalog(config, {}, 0)
+        self.started_at = time.monotonic()
+
+    def _rebuild(self) -> None:
+        self._version += 1
+        listings = {name: conn.tools for name, conn in self.connections.items() if conn.state is ServerState.UP}
+        self.catalog = build_catalog(self.config, listings, self._version)
+
+    async def start(self) -> None:
+        await asyncio.gather(*(connection.start() for connection in self.connections.values()))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
+
+    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
+        limit = self.config.tool_result_max_chars
+        connection = self.connections.get(server)
+        if connection is None:
+            return error_text(f"unknown MCP server '{server}'", limit), True
+        try:
+            result = await connection.call(tool, arguments)
+        except ServerUnavailable as exc:
+            return error_text(str(exc), limit), True
+        except TimeoutError:
+            return error_text(
+                f"'{tool}' on MCP server '{server}' timed out after {connection.tool_timeout:g}s", limit
+            ), True
+        except Exception as exc:
+            return error_text(f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}", limit), True
+        return result_text(result, limit), bool(result.is_error)
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: {
+                "state": conn.state.value,
+                "transport": conn.transport_name,
+                "tools": len(conn.tools),
+                "deferred": conn.config.defer_loading or self.config.tool_discovery.defer_all,
+                "error": conn.error,
+            }
+            for name, conn in self.connections.items()
+        }

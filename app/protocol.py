@@ -1,0 +1,131 @@
+"""OpenAI chat-completions wire format: request validation and the error shape.
+
+Only what the gateway reads is modelled; every other field is allowed and passed to the upstream untouched,
+so new OpenAI parameters work without a release. Logic lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+GATEWAY_FIELDS = ("tool_set", "session_id")
+
+
+class GatewayError(Exception):
+    """An error answered to the client as `{"error": {...}}` with an HTTP status."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FunctionDefinition(_Open):
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class ToolDefinition(_Open):
+    type: Literal["function"]
+    function: FunctionDefinition
+    defer_loading: bool = False
+
+
+class ToolCallFunction(_Open):
+    name: str
+    arguments: str
+
+
+class ToolCall(_Open):
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class Message(_Open):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[Any] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    @field_validator("tool_call_id")
+    @classmethod
+    def _non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value:
+            raise ValueError("must not be empty")
+        return value
+
+
+class ChatCompletionRequest(_Open):
+    model: str = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1)
+    tools: list[ToolDefinition] | None = None
+    stream: bool = False
+    tool_set: str | None = None
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+
+
+def parse_chat_request(raw_body: bytes) -> tuple[ChatCompletionRequest, dict[str, Any]]:
+    """Decode and validate a request body; return the model and the raw dict for pass-through."""
+    try:
+        payload = json.loads(raw_body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(payload, dict):
+        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
+    try:
+        request = ChatCompletionRequest.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = _param_path(first["loc"])
+        detail = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "missing":
+            detail = "is required"
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        raise GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param) from None
+    for index, message in enumerate(request.messages):
+        if message.role == "tool" and message.tool_call_id is None:
+            raise GatewayError(
+                400,
+                f"Invalid request: 'messages[{index}].tool_call_id' is required for role 'tool'.",
+                param=f"messages[{index}].tool_call_id",
+            )
+    return request, payload
+
+
+def _param_path(location: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.startswith(("list[", "str", "function-after")):
+            continue
+        else:
+            path += f".{part}" if path else part
+    return path or "body"

@@ -1,0 +1,48 @@
+"""Upstream providers and model routing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.config import Config
+from app.protocol import GatewayError
+from app.providers.base import Provider
+from app.providers.openai import OpenAIProvider
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: Provider
+    model: str
+    params: dict[str, Any]
+
+
+class Router:
+    """`model` names an entry of `models` (alias -> provider, model, params) or goes to the default provider."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.providers: dict[str, Provider] = {
+            name: OpenAIProvider(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
+            for name, provider in config.providers.items()
+        }
+
+    def route(self, model: str) -> Route:
+        alias = self.config.models.get(model)
+        if alias is not None:
+            return Route(self.providers[alias.provider], alias.model, alias.params)
+        default = self.config.default_provider
+        if default is None:
+            known = ", ".join(sorted(self.config.models)) or "none"
+            raise GatewayError(
+                404 if self.config.providers else 503,
+                f"The model '{model}' does not exist here and no default_provider is configured. Models: {known}.",
+                param="model",
+                code="model_not_found",
+            )
+        return Route(self.providers[default], model, {})
+
+    async def aclose(self) -> None:
+        for provider in self.providers.values():
+            await provider.aclose()

@@ -1,0 +1,145 @@
+"""One request's tools: which are loaded, in what order, and what `search_tools` can still find.
+
+The order of tool definitions sent upstream never changes within a request or across the turns of one
+conversation: tools loaded from the start, then `search_tools`, then discovered tools in the order they were
+found. Upstream prompt caches key on that prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any
+
+from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
+from app.config import Config
+from app.discovery.manifest import ManifestGroup
+from app.discovery.search import Discovery, SearchOutcome, run_search
+from app.protocol import ChatCompletionRequest
+
+CLIENT_GROUP = "client"
+
+
+class ToolKind(Enum):
+    SEARCH = "search"
+    MCP = "mcp"
+    CLIENT = "client"
+    NOT_LOADED = "not_loaded"
+    UNKNOWN = "unknown"
+
+
+class DiscoveryCache:
+    """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it."""
+
+    def __init__(self) -> None:
+        self._version = -1
+        self._by_tool_set: dict[str | None, Discovery | None] = {}
+
+    def get(self, catalog: Catalog, tool_set: str | None, deferred: list[ToolEntry]) -> Discovery | None:
+        if catalog.version != self._version:
+            self._version, self._by_tool_set = catalog.version, {}
+        if tool_set not in self._by_tool_set:
+            self._by_tool_set[tool_set] = _build_mcp_discovery(catalog, deferred)
+        return self._by_tool_set[tool_set]
+
+
+def _build_mcp_discovery(catalog: Catalog, deferred: list[ToolEntry]) -> Discovery | None:
+    if not deferred:
+        return None
+    return Discovery.build(_mcp_groups(catalog, deferred))
+
+
+def _mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
+    by_server: dict[str, list[ToolEntry]] = {}
+    for entry in deferred:
+        by_server.setdefault(entry.server or "", []).append(entry)
+    return [ManifestGroup(name, catalog.servers[name].description, tools) for name, tools in by_server.items()]
+
+
+class RequestTools:
+    def __init__(self, entries: list[ToolEntry], discovery: Discovery | None, max_results: int) -> None:
+        self.entries = {entry.name: entry for entry in entries}
+        self.discovery = discovery
+        self.max_results = max_results
+        self._initial = [entry.name for entry in entries if discovery is None or not entry.deferred]
+        self._loaded = set(self._initial)
+        self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
+        self.found_by_search: list[str] = []
+        self.search_calls = 0
+
+    @property
+    def deferred_names(self) -> list[str]:
+        return [name for name, entry in self.entries.items() if self.discovery is not None and entry.deferred]
+
+    @property
+    def loaded_names(self) -> list[str]:
+        return [*self._initial, *self.discovered]
+
+    def is_loaded(self, name: str) -> bool:
+        return name in self._loaded
+
+    def definitions(self) -> list[dict[str, Any]]:
+        definitions = [self.entries[name].definition for name in self._initial]
+        if self.discovery is not None:
+            definitions.append(self.discovery.definition)
+        definitions.extend(self.entries[name].definition for name in self.discovered)
+        return definitions
+
+    def kind(self, name: str) -> ToolKind:
+        if name == SEARCH_TOOL_NAME and self.discovery is not None:
+            return ToolKind.SEARCH
+        entry = self.entries.get(name)
+        if entry is None:
+            return ToolKind.UNKNOWN
+        if name not in self._loaded:
+            return ToolKind.NOT_LOADED
+        return ToolKind.CLIENT if entry.server is None else ToolKind.MCP
+
+    def load(self, names: Iterable[str]) -> list[str]:
+        """Load deferred tools by name (unknown or already loaded names are ignored); return the new ones."""
+        new: list[str] = []
+        for name in names:
+            if name in self.entries and name not in self._loaded and self.discovery is not None:
+                self._loaded.add(name)
+                self.discovered.append(name)
+                new.append(name)
+        return new
+
+    def search(self, arguments: dict[str, Any]) -> SearchOutcome:
+        assert self.discovery is not None
+        self.search_calls += 1
+        loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
+        outcome = run_search(arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers)
+        self.found_by_search.extend(self.load(entry.name for entry in outcome.found))
+        return outcome
+
+
+def prepare_request_tools(
+    catalog: Catalog, config: Config, request: ChatCompletionRequest, cache: DiscoveryCache
+) -> RequestTools:
+    """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen)."""
+    mcp = select_mcp_tools(catalog, config, request.tool_set)
+    client = client_entries(request.tools, catalog.tools)
+    enabled = config.tool_discovery.enabled
+    deferred_client = [entry for entry in client if entry.deferred] if enabled else []
+    discovery = cache.get(catalog, request.tool_set, [entry for entry in mcp if entry.deferred])
+    if deferred_client:
+        label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
+        groups = [
+            *(discovery.groups if discovery else ()),
+            ManifestGroup(label, "Tools of the calling application", deferred_client),
+        ]
+        discovery = Discovery.build(groups)
+    if not enabled:
+        discovery = None
+    return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)
+
+
+def history_tool_names(messages: Iterable[Any]) -> list[str]:
+    """Names the conversation already called, oldest first: they stay loaded on the next turn."""
+    names: list[str] = []
+    for message in messages:
+        for call in message.tool_calls or ():
+            if call.function.name not in names:
+                names.append(call.function.name)
+    return names
