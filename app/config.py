@@ -239,8 +239,9 @@ def _describe(exc: ValidationError) -> list[str]:
             message = 'expected true, false, a list of tool names, or {"exclude": [tool names]}'
         elif error["type"] == "extra_forbidden":
             message = "unknown key"
-        location = ".".join(parts) or "config"
-        lines.extend(f"{location}: {line}" for line in message.split("\n"))
+        # Cross-section checks run on the whole config and already name their keys.
+        prefix = f"{'.'.join(parts)}: " if parts else ""
+        lines.extend(f"{prefix}{line}" for line in message.split("\n"))
     return list(dict.fromkeys(lines))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 GATEWAY_FIELDS = ("tool_set", "session_id")
@@ -86,7 +86,7 @@ class ChatCompletionRequest(_Open):
     model: str = Field(min_length=1)
     messages: list[Message] = Field(min_length=1)
     tools: list[ToolDefinition] | None = None
-    stream: bool = False
+    stream: StrictBool = False
     tool_set: str | None = None
     session_id: str | None = Field(None, min_length=1, max_length=256)
 
@@ -119,12 +119,15 @@ def parse_chat_request(raw_body: bytes) -> tuple[ChatCompletionRequest, dict[str
     return request, payload
 
 
+_UNION_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+
+
 def _param_path(location: tuple[int | str, ...]) -> str:
     path = ""
     for part in location:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part.startswith(("list[", "str", "function-after")):
+        elif "[" in part or part in _UNION_TAGS:
             continue
         else:
             path += f".{part}" if path else part

@@ -1,0 +1,153 @@
+"""Names, toolsets, the tokenizer, the manifest and every search_tools outcome, on in-memory catalogs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from app.catalog import Catalog, build_catalog, exposed_name, select_mcp_tools
+from app.discovery.index import tokenize
+from app.discovery.search import Discovery, run_search
+from app.protocol import GatewayError
+from app.request_tools import _mcp_groups
+from tests.conftest import make_config
+
+
+def _tool(name: str, description: str, **properties: str) -> Any:
+    schema = {"type": "object", "properties": {k: {"type": v} for k, v in properties.items()}, "required": list(properties)[:1]}
+    return SimpleNamespace(name=name, description=description, input_schema=schema, meta=None, title=None)
+
+
+LISTINGS = {
+    "weather": [_tool("get_forecast", "Forecast for a city", city="string")],
+    "notes": [
+        _tool("create_note", "Create a new note with a title and body", title="string", body="string"),
+        _tool("delete_note", "Delete a note by id", note_id="string"),
+        _tool("search_notes", "Full-text search across notes", text="string"),
+    ],
+    "finance": [
+        _tool("convert_currency", "Convert an amount between currencies", amount="number", to_currency="string"),
+        _tool("get_exchange_rates", "Exchange rates against a base currency", base="string"),
+        _tool("calculate_loan_payment", "Monthly payment of an amortised loan", principal="number"),
+    ],
+    "textkit": [_tool(f"tool_{i}", f"Text utility number {i}") for i in range(12)],
+}
+
+
+def _catalog(**overrides: Any) -> Catalog:
+    config = make_config(**overrides)
+    return build_catalog(config, LISTINGS, version=1)
+
+
+def _discovery(catalog: Catalog) -> Discovery:
+    deferred = [entry for entry in catalog.tools.values() if entry.deferred]
+    return Discovery.build(_mcp_groups(catalog, deferred))
+
+
+def _search(arguments: dict[str, Any], loaded: set[str] | None = None, limit: int = 5) -> tuple[str, list[str]]:
+    outcome = run_search(arguments, _discovery(_catalog()), lambda n: n in (loaded or set()), limit, ["weather"])
+    return outcome.text, [entry.name for entry in outcome.found]
+
+
+def test_exposed_names_are_valid_unique_and_at_most_64_chars() -> None:
+    taken: set[str] = set()
+    assert exposed_name("my server", "do.thing/now", taken) == "my_server__do_thing_now"
+    long_a = exposed_name("s" * 40, "a" * 40 + "x", taken)
+    taken.add(long_a)
+    long_b = exposed_name("s" * 40, "a" * 40 + "y", taken)
+    assert len(long_a) == len(long_b) == 64 and long_a != long_b
+    taken.add("a__b")
+    assert exposed_name("a", "b", taken) != "a__b"
+    assert all(c.isalnum() or c in "_-" for c in long_a + long_b)
+
+
+def test_catalog_marks_deferral_and_always_load_meta() -> None:
+    listings = {**LISTINGS, "notes": [SimpleNamespace(**{**vars(LISTINGS["notes"][0]), "meta": {"anthropic/alwaysLoad": True}})]}
+    catalog = build_catalog(make_config(), listings, version=3)
+    assert catalog.version == 3
+    assert not catalog.tools["weather__get_forecast"].deferred
+    assert catalog.tools["finance__convert_currency"].deferred
+    assert not catalog.tools["notes__create_note"].deferred, "alwaysLoad keeps a tool of a deferred server loaded"
+
+
+def test_tool_sets_true_list_exclude_false_and_errors() -> None:
+    config = make_config(
+        tool_sets={
+            "a": {"servers": {"weather": True, "notes": {"exclude": ["delete_note"]}, "finance": ["convert_currency"], "textkit": False}},
+            "bad": {"servers": {"notes": ["nope"]}},
+        }
+    )
+    catalog = build_catalog(config, LISTINGS, version=1)
+    names = [entry.name for entry in select_mcp_tools(catalog, config, "a")]
+    assert names == ["weather__get_forecast", "notes__create_note", "notes__search_notes", "finance__convert_currency"]
+    assert len(select_mcp_tools(catalog, config, None)) == 1 + 3 + 3 + 12
+    with pytest.raises(GatewayError, match="Unknown tool_set 'zzz'. Available tool sets: a, bad"):
+        select_mcp_tools(catalog, config, "zzz")
+    with pytest.raises(GatewayError, match="unknown tools of server 'notes': nope"):
+        select_mcp_tools(catalog, config, "bad")
+
+
+def test_tokenizer_splits_identifiers_and_stems() -> None:
+    assert tokenize("getUserProfile") == ["get", "user", "profile"]
+    assert tokenize("github__list_pull-requests") == ["github", "list", "pull", "request"]
+    assert tokenize("Create the calendar events") == ["create", "calendar", "event"]
+    assert tokenize("HTTPServer parsing") == ["http", "server", "pars"]
+    assert tokenize("天气 预报") == ["天气", "预报"]
+
+
+def test_manifest_lists_servers_counts_and_summarises_large_ones() -> None:
+    description = _discovery(_catalog()).definition["function"]["description"]
+    assert "- notes (3 tools): create_note, delete_note, search_notes" in description
+    assert "- textkit (12 tools): tool_0, tool_1, tool_2, tool_3, tool_4, ... and 7 more" in description
+    assert "weather" not in description.split("<manifest>")[1], "loaded servers are not in the manifest"
+
+
+def test_query_ranks_the_right_tool_first() -> None:
+    text, found = _search({"query": "convert money between currencies"})
+    assert found[0] == "finance__convert_currency"
+    assert "amount (number, required)" in text and text.endswith("These tools are now loaded and available to call.")
+
+
+def test_query_with_server_scope_and_limit() -> None:
+    _, found = _search({"query": "note", "server_name": "finance"})
+    assert found == []
+    _, found = _search({"query": "text utility", "server_name": "textkit"}, limit=3)
+    assert len(found) == 3 and all(name.startswith("textkit__") for name in found)
+
+
+def test_server_alone_loads_all_its_tools() -> None:
+    _, found = _search({"server_name": "notes"})
+    assert found == ["notes__create_note", "notes__delete_note", "notes__search_notes"]
+
+
+def test_tool_names_beat_query_and_accept_bare_names() -> None:
+    _, found = _search({"tool_names": ["delete_note", "finance__get_exchange_rates"], "query": "loan"})
+    assert found == ["notes__delete_note", "finance__get_exchange_rates"]
+
+
+def test_edge_cases_answer_with_actionable_text() -> None:
+    text, found = _search({"query": "teleport quantum banana"})
+    assert found == [] and text.startswith("No tools found matching 'teleport quantum banana'") and "notes" in text
+    text, _ = _search({"server_name": "github"})
+    assert text == "Error: Unknown server 'github'. Servers you can search: notes, finance, textkit."
+    text, _ = _search({"server_name": "weather"})
+    assert "already loaded" in text
+    text, found = _search({"tool_names": ["create_notes", "delete_note"]})
+    assert found == ["notes__delete_note"]
+    assert "No tool named 'create_notes'. Closest matches:" in text and "create_note" in text
+    text, found = _search({"tool_names": ["notes__create_note"]}, loaded={"notes__create_note"})
+    assert found == [] and "already loaded" in text
+    text, _ = _search({})
+    assert text.startswith("Error: search_tools needs at least one of")
+    text, _ = _search({"query": 5})
+    assert text == "Error: 'query' must be a string."
+    text, _ = _search({"tool_names": "create_note"})
+    assert text == "Error: 'tool_names' must be an array of strings."
+
+
+def test_query_skips_loaded_tools_so_they_do_not_waste_slots() -> None:
+    text, found = _search({"query": "currency exchange"}, loaded={"finance__convert_currency"})
+    assert "finance__convert_currency" not in found and "finance__get_exchange_rates" in found
+    assert "Already loaded (call directly): finance__convert_currency" in text
