@@ -122,7 +122,9 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
     """Start gateways on in-memory example servers; yields `make(config=None, targets=None) -> (client, gw)`."""
     started: list[tuple[Gateway, httpx.AsyncClient]] = []
 
-    async def make(config: Config | None = None, targets: dict[str, Any] | None = None) -> tuple[httpx.AsyncClient, Gateway]:
+    async def make(
+        config: Config | None = None, targets: dict[str, Any] | None = None
+    ) -> tuple[httpx.AsyncClient, Gateway]:
         config = config or make_config()
         if targets is None:
             targets = {name: load_example(name).mcp for name in config.mcp_servers if (SERVERS / f"{name}.py").exists()}

@@ -8,13 +8,20 @@ from typing import Any
 from tests.conftest import Upstream, chat_body, completion, make_config
 
 
-async def test_first_call_carries_search_tools_and_loaded_tools_but_no_deferred(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_first_call_carries_search_tools_and_loaded_tools_but_no_deferred(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
     client, _ = await gateway_factory()
     upstream.script(completion("hello"))
     response = await client.post("/v1/chat/completions", json=chat_body("hi"))
     assert response.status_code == 200, response.text
     names = upstream.tool_names(0)
-    assert names[:4] == ["weather__get_current_weather", "weather__get_forecast", "weather__get_alerts", "weather__get_air_quality"]
+    assert names[:4] == [
+        "weather__get_current_weather",
+        "weather__get_forecast",
+        "weather__get_alerts",
+        "weather__get_air_quality",
+    ]
     assert names[4:] == ["search_tools"]
     description = upstream.requests[0]["tools"][4]["function"]["description"]
     assert "- notes (9 tools): create_note" in description
@@ -30,7 +37,10 @@ async def test_search_by_query_then_mcp_call_then_answer(upstream: Upstream, gat
     client, _ = await gateway_factory()
     upstream.script(
         completion(calls=[("search_tools", {"query": "convert currency exchange"})], usage=(100, 10)),
-        completion(calls=[("finance__convert_currency", {"amount": 100, "from_currency": "USD", "to_currency": "EUR"})], usage=(200, 20)),
+        completion(
+            calls=[("finance__convert_currency", {"amount": 100, "from_currency": "USD", "to_currency": "EUR"})],
+            usage=(200, 20),
+        ),
         completion("100 USD is about 92 EUR.", usage=(300, 30)),
     )
     response = await client.post("/v1/chat/completions", json=chat_body("How much is 100 USD in EUR?"))
@@ -72,8 +82,15 @@ async def test_search_by_server_and_by_exact_names(upstream: Upstream, gateway_f
     assert response.json()["tool_discovery"]["search_calls"] == 2
     second = upstream.tool_names(1)
     assert [n for n in second if n.startswith("notes__")] == [
-        "notes__create_note", "notes__get_note", "notes__update_note", "notes__delete_note", "notes__list_notes",
-        "notes__search_notes", "notes__add_tag", "notes__remove_tag", "notes__list_tags",
+        "notes__create_note",
+        "notes__get_note",
+        "notes__update_note",
+        "notes__delete_note",
+        "notes__list_notes",
+        "notes__search_notes",
+        "notes__add_tag",
+        "notes__remove_tag",
+        "notes__list_tags",
     ]
     third = upstream.tool_names(2)
     assert third[: len(second)] == second
@@ -83,7 +100,12 @@ async def test_search_by_server_and_by_exact_names(upstream: Upstream, gateway_f
 async def test_mcp_calls_of_one_round_all_run_and_answer_in_order(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     upstream.script(
-        completion(calls=[("weather__get_current_weather", {"city": "Paris"}), ("weather__get_alerts", {"region": "Nowhere-Land"})]),
+        completion(
+            calls=[
+                ("weather__get_current_weather", {"city": "Paris"}),
+                ("weather__get_alerts", {"region": "Nowhere-Land"}),
+            ]
+        ),
         completion("ok"),
     )
     response = await client.post("/v1/chat/completions", json=chat_body("weather?"))
@@ -135,10 +157,14 @@ async def test_round_limit_ends_with_a_marker(upstream: Upstream, gateway_factor
     assert "tool_calls" not in body["choices"][0]["message"]
 
 
-async def test_discovery_disabled_sends_everything_and_no_search_tools(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_discovery_disabled_sends_everything_and_no_search_tools(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
     client, _ = await gateway_factory(make_config(tool_discovery={"enabled": False}))
     upstream.script(completion("x"))
-    tools = [{"type": "function", "function": {"name": "mine", "parameters": {"type": "object"}}, "defer_loading": True}]
+    tools = [
+        {"type": "function", "function": {"name": "mine", "parameters": {"type": "object"}}, "defer_loading": True}
+    ]
     await client.post("/v1/chat/completions", json=chat_body("hi", tools=tools))
     names = upstream.tool_names(0)
     assert "search_tools" not in names
@@ -199,7 +225,7 @@ def _tool_result(upstream: Upstream, call: int, index: int = -1) -> str:
 
 
 async def test_deferred_tool_called_before_loading_is_refused_not_run(upstream: Upstream, gateway_factory: Any) -> None:
-    client, gateway = await gateway_factory()
+    client, _ = await gateway_factory()
     upstream.script(
         completion(calls=[("notes__delete_note", {"note_id": "note-1"})]),
         completion(calls=[("notes__get_note", {"note_id": "note-1"})]),
@@ -219,7 +245,13 @@ async def test_deferred_tool_called_before_loading_is_refused_not_run(upstream: 
 async def test_unknown_tool_and_invalid_json_arguments(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     upstream.script(
-        completion(calls=[("made_up_tool", {}), ("weather__get_forecast", '{"city": "Paris", days: 2'), ("weather__get_alerts", "[1, 2]")]),
+        completion(
+            calls=[
+                ("made_up_tool", {}),
+                ("weather__get_forecast", '{"city": "Paris", days: 2'),
+                ("weather__get_alerts", "[1, 2]"),
+            ]
+        ),
         completion("ok"),
     )
     response = await client.post("/v1/chat/completions", json=chat_body("x"))

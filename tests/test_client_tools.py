@@ -58,9 +58,13 @@ async def test_deferred_client_tool_is_searchable_then_returned(upstream: Upstre
     assert response.json()["tool_discovery"]["tools_discovered"][0] == "ship_order"
 
 
-async def test_mixed_round_returns_only_client_calls_and_skips_mcp_calls(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_mixed_round_returns_only_client_calls_and_skips_mcp_calls(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
     client, _ = await gateway_factory()
-    upstream.script(completion(calls=[("weather__get_alerts", {"region": "EU"}), ("lookup_customer", {"email": "x@y.z"})]))
+    upstream.script(
+        completion(calls=[("weather__get_alerts", {"region": "EU"}), ("lookup_customer", {"email": "x@y.z"})])
+    )
     response = await client.post("/v1/chat/completions", json=chat_body("x", tools=[LOOKUP]))
     body = response.json()
     calls = body["choices"][0]["message"]["tool_calls"]
@@ -86,7 +90,7 @@ async def test_history_keeps_called_deferred_tools_loaded(upstream: Upstream, ga
 
 
 async def test_session_keeps_discoveries_between_requests(upstream: Upstream, gateway_factory: Any) -> None:
-    client, gateway = await gateway_factory()
+    client, _ = await gateway_factory()
     upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("first"))
     headers = {"X-Session-Id": "conv-42"}
     await client.post("/v1/chat/completions", json=chat_body("one"), headers=headers)

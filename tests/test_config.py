@@ -100,7 +100,11 @@ def test_cli_exits_non_zero_with_one_line_per_problem(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"max_rounds": "many", "mcpServers": {"x": {}}}))
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "serve", "--config", str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "app.cli", "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
     )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()

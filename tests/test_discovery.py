@@ -16,7 +16,11 @@ from tests.conftest import make_config
 
 
 def _tool(name: str, description: str, **properties: str) -> Any:
-    schema = {"type": "object", "properties": {k: {"type": v} for k, v in properties.items()}, "required": list(properties)[:1]}
+    schema = {
+        "type": "object",
+        "properties": {k: {"type": v} for k, v in properties.items()},
+        "required": list(properties)[:1],
+    }
     return SimpleNamespace(name=name, description=description, input_schema=schema, meta=None, title=None)
 
 
@@ -64,7 +68,10 @@ def test_exposed_names_are_valid_unique_and_at_most_64_chars() -> None:
 
 
 def test_catalog_marks_deferral_and_always_load_meta() -> None:
-    listings = {**LISTINGS, "notes": [SimpleNamespace(**{**vars(LISTINGS["notes"][0]), "meta": {"anthropic/alwaysLoad": True}})]}
+    listings = {
+        **LISTINGS,
+        "notes": [SimpleNamespace(**{**vars(LISTINGS["notes"][0]), "meta": {"anthropic/alwaysLoad": True}})],
+    }
     catalog = build_catalog(make_config(), listings, version=3)
     assert catalog.version == 3
     assert not catalog.tools["weather__get_forecast"].deferred
@@ -75,7 +82,14 @@ def test_catalog_marks_deferral_and_always_load_meta() -> None:
 def test_tool_sets_true_list_exclude_false_and_errors() -> None:
     config = make_config(
         tool_sets={
-            "a": {"servers": {"weather": True, "notes": {"exclude": ["delete_note"]}, "finance": ["convert_currency"], "textkit": False}},
+            "a": {
+                "servers": {
+                    "weather": True,
+                    "notes": {"exclude": ["delete_note"]},
+                    "finance": ["convert_currency"],
+                    "textkit": False,
+                }
+            },
             "bad": {"servers": {"notes": ["nope"]}},
         }
     )
@@ -83,7 +97,7 @@ def test_tool_sets_true_list_exclude_false_and_errors() -> None:
     names = [entry.name for entry in select_mcp_tools(catalog, config, "a")]
     assert names == ["weather__get_forecast", "notes__create_note", "notes__search_notes", "finance__convert_currency"]
     assert len(select_mcp_tools(catalog, config, None)) == 1 + 3 + 3 + 12
-    with pytest.raises(GatewayError, match="Unknown tool_set 'zzz'. Available tool sets: a, bad"):
+    with pytest.raises(GatewayError, match=r"Unknown tool_set 'zzz'\. Available tool sets: a, bad"):
         select_mcp_tools(catalog, config, "zzz")
     with pytest.raises(GatewayError, match="unknown tools of server 'notes': nope"):
         select_mcp_tools(catalog, config, "bad")

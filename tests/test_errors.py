@@ -31,13 +31,23 @@ def _error(response: httpx.Response, status: int) -> dict[str, Any]:
         (b'{"model": "fast", "messages": [{"role": "wizard", "content": "x"}]}', "messages[0].role", "Input should be"),
         (b'{"model": 7, "messages": [{"role": "user", "content": "x"}]}', "model", "valid string"),
         (b'{"model": "fast", "messages": [{"role": "tool", "content": "x"}]}', "messages[0].tool_call_id", "required"),
-        (b'{"model": "fast", "messages": [{"role": "user"}], "tools": [{"type": "function"}]}', "tools[0].function", "required"),
-        (b'{"model": "fast", "messages": [{"role": "user"}], "tools": [{"type": "function", "function": {"name": "bad name!"}}]}',
-         "tools[0].function.name", "pattern"),
+        (
+            b'{"model": "fast", "messages": [{"role": "user"}], "tools": [{"type": "function"}]}',
+            "tools[0].function",
+            "required",
+        ),
+        (
+            b'{"model": "fast", "messages": [{"role": "user"}], '
+            b'"tools": [{"type": "function", "function": {"name": "bad name!"}}]}',
+            "tools[0].function.name",
+            "pattern",
+        ),
         (b'{"model": "fast", "messages": [{"role": "user"}], "stream": "yes"}', "stream", "boolean"),
     ],
 )
-async def test_bad_bodies_are_400(upstream: Upstream, gateway_factory: Any, body: bytes, param: str | None, words: str) -> None:
+async def test_bad_bodies_are_400(
+    upstream: Upstream, gateway_factory: Any, body: bytes, param: str | None, words: str
+) -> None:
     client, _ = await gateway_factory()
     response = await client.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
     error = _error(response, 400)
@@ -71,7 +81,9 @@ async def test_tool_set_naming_unknown_tools_is_400(upstream: Upstream, gateway_
 async def test_upstream_error_keeps_status_and_message(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     upstream.script(
-        httpx.Response(429, json={"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}})
+        httpx.Response(
+            429, json={"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+        )
     )
     error = _error(await client.post("/v1/chat/completions", json=chat_body("x")), 429)
     assert "Rate limit reached" in error["message"] and error["code"] == "rate_limit_exceeded"
@@ -88,17 +100,24 @@ async def test_upstream_unreachable_is_502_and_timeout_is_504(upstream: Upstream
     upstream.script(httpx.ReadTimeout("slow"))
     assert _error(await client.post("/v1/chat/completions", json=chat_body("x")), 504)["code"] == "upstream_timeout"
     upstream.script(httpx.Response(200, text="not json"))
-    assert _error(await client.post("/v1/chat/completions", json=chat_body("x")), 502)["code"] == "upstream_invalid_response"
+    assert (
+        _error(await client.post("/v1/chat/completions", json=chat_body("x")), 502)["code"]
+        == "upstream_invalid_response"
+    )
 
 
 async def test_upstream_failure_mid_loop_is_reported(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
-    upstream.script(completion(calls=[("search_tools", {"query": "notes"})]), httpx.Response(503, json={"error": "busy"}))
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "notes"})]), httpx.Response(503, json={"error": "busy"})
+    )
     error = _error(await client.post("/v1/chat/completions", json=chat_body("x")), 503)
     assert "busy" in error["message"]
 
 
-async def test_missing_api_key_names_the_variable_and_never_calls_upstream(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_missing_api_key_names_the_variable_and_never_calls_upstream(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
     config = parse_config(
         {"providers": {"openai": {"base_url": UPSTREAM, "api_key": "${OPENAI_API_KEY}"}}, "mcpServers": {}}, environ={}
     )
@@ -122,7 +141,9 @@ async def test_secrets_never_appear_in_responses_or_logs(
     client, _ = await gateway_factory()
     upstream.script(httpx.Response(401, json={"error": {"message": "Incorrect API key provided"}}))
     caplog.set_level("DEBUG")
-    response = await client.post("/v1/chat/completions", json=chat_body("x"), headers={"Authorization": "Bearer client-key"})
+    response = await client.post(
+        "/v1/chat/completions", json=chat_body("x"), headers={"Authorization": "Bearer client-key"}
+    )
     assert response.status_code == 401
     assert "sk-test-secret" not in response.text and "sk-test-secret" not in caplog.text
     assert upstream.headers[0]["authorization"] == "Bearer sk-test-secret", "the client's key is never forwarded"
@@ -133,7 +154,9 @@ async def test_unknown_route_is_an_openai_error(gateway_factory: Any) -> None:
     assert _error(await client.get("/v1/nothing"), 404)["type"] == "not_found_error"
 
 
-async def test_request_log_line_and_request_id(upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture) -> None:
+async def test_request_log_line_and_request_id(
+    upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     client, _ = await gateway_factory()
     upstream.script(completion(calls=[("search_tools", {"query": "slug"})]), completion("ok"))
     caplog.set_level("INFO", logger="toolsift")
@@ -142,11 +165,15 @@ async def test_request_log_line_and_request_id(upstream: Upstream, gateway_facto
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("request "))
     assert "id=abc-123" in line and "status=200" in line and "rounds=2" in line and "searches=1" in line
     assert "model=fast" in line and "provider=up" in line
-    response = await client.post("/v1/chat/completions", json=chat_body("x"), headers={"x-request-id": "bad id\nforged=1"})
+    response = await client.post(
+        "/v1/chat/completions", json=chat_body("x"), headers={"x-request-id": "bad id\nforged=1"}
+    )
     assert response.headers["x-request-id"].startswith("req_")
 
 
-async def test_a_server_that_fails_to_start_is_down_and_the_others_work(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_a_server_that_fails_to_start_is_down_and_the_others_work(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
     from tests.conftest import load_example
 
     servers = {
@@ -155,12 +182,18 @@ async def test_a_server_that_fails_to_start_is_down_and_the_others_work(upstream
         "notes": {"command": "unused", "defer_loading": True},
     }
     config = make_config(mcpServers=servers, tool_sets={}, mcp_startup_timeout=10)
-    client, _ = await gateway_factory(config, targets={"weather": load_example("weather").mcp, "notes": load_example("notes").mcp})
+    client, _ = await gateway_factory(
+        config, targets={"weather": load_example("weather").mcp, "notes": load_example("notes").mcp}
+    )
     health = (await client.get("/healthz")).json()
     assert health["status"] == "degraded"
     assert health["servers"]["broken"]["state"] == "down" and health["servers"]["broken"]["error"]
     assert health["servers"]["weather"] == {
-        "state": "up", "transport": "memory", "tools": 4, "deferred": False, "error": None
+        "state": "up",
+        "transport": "memory",
+        "tools": 4,
+        "deferred": False,
+        "error": None,
     }
     upstream.script(completion(calls=[("search_tools", {"server_name": "broken"})]), completion("ok"))
     response = await client.post("/v1/chat/completions", json=chat_body("x"))

@@ -38,7 +38,9 @@ async def _wait_for(predicate: Any, seconds: float = 5.0) -> None:
 
 
 async def test_list_changed_rebuilds_catalog_and_manifest(upstream: Upstream, gateway_factory: Any) -> None:
-    config = make_config(mcpServers={"lab": {"command": "unused", "defer_loading": True}}, tool_sets={}, tool_cache_ttl=0)
+    config = make_config(
+        mcpServers={"lab": {"command": "unused", "defer_loading": True}}, tool_sets={}, tool_cache_ttl=0
+    )
     client, gateway = await gateway_factory(config, targets={"lab": _growing_server()})
     version = gateway.mcp.catalog.version
     upstream.script(
@@ -55,7 +57,10 @@ async def test_list_changed_rebuilds_catalog_and_manifest(upstream: Upstream, ga
 
     upstream.script(completion(calls=[("search_tools", {"query": "light spectrum"})]), completion("done"))
     await client.post("/v1/chat/completions", json=chat_body("measure"))
-    assert "- lab (2 tools): enable_spectrometer, measure_spectrum" in upstream.requests[3]["tools"][0]["function"]["description"]
+    assert (
+        "- lab (2 tools): enable_spectrometer, measure_spectrum"
+        in upstream.requests[3]["tools"][0]["function"]["description"]
+    )
     assert "lab__measure_spectrum" in upstream.tool_names(4)
 
 

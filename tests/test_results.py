@@ -13,7 +13,9 @@ def _result(*content: object, structured: object = None, error: bool = False) ->
 
 
 def test_text_blocks_are_joined() -> None:
-    text = result_text(_result(mcp_types.TextContent(type="text", text="a"), mcp_types.TextContent(type="text", text="b")), 100)
+    text = result_text(
+        _result(mcp_types.TextContent(type="text", text="a"), mcp_types.TextContent(type="text", text="b")), 100
+    )
     assert text == "a\nb"
 
 
@@ -25,7 +27,8 @@ def test_images_resources_and_links_are_described() -> None:
     image = mcp_types.ImageContent(type="image", data="aGVsbG8gd29ybGQh", mime_type="image/png")
     link = mcp_types.ResourceLink(type="resource_link", name="report", uri="file:///r.pdf", description="Q3 report")
     blob = mcp_types.EmbeddedResource(
-        type="resource", resource=mcp_types.BlobResourceContents(uri="mem://x", blob="AAAA", mime_type="application/zip")
+        type="resource",
+        resource=mcp_types.BlobResourceContents(uri="mem://x", blob="AAAA", mime_type="application/zip"),
     )
     text = result_text(_result(image, link, blob), 1000)
     assert "[image content: image/png, 12 bytes, not shown]" in text
@@ -34,7 +37,10 @@ def test_images_resources_and_links_are_described() -> None:
 
 
 def test_errors_are_prefixed_and_truncation_is_noted() -> None:
-    assert result_text(_result(mcp_types.TextContent(type="text", text="disk full"), error=True), 100) == "Error: disk full"
+    assert (
+        result_text(_result(mcp_types.TextContent(type="text", text="disk full"), error=True), 100)
+        == "Error: disk full"
+    )
     assert result_text(_result(error=True), 100).startswith("Error: the tool reported an error")
     assert result_text(_result(), 100) == "(the tool returned no content)"
     long = result_text(_result(mcp_types.TextContent(type="text", text="x" * 5000)), 500)

@@ -91,18 +91,31 @@ def _end(event: dict[str, Any]) -> datetime:
 
 
 def _public(event: dict[str, Any]) -> dict[str, Any]:
-    return {"id": event["id"], "calendar": event["calendar"], "title": event["title"],
-            "start": event["start"].isoformat(), "end": _end(event).isoformat(),
-            "duration_minutes": event["duration_minutes"], "organizer": event["organizer"],
-            "attendees": [dict(a) for a in event["attendees"]]}
+    return {
+        "id": event["id"],
+        "calendar": event["calendar"],
+        "title": event["title"],
+        "start": event["start"].isoformat(),
+        "end": _end(event).isoformat(),
+        "duration_minutes": event["duration_minutes"],
+        "organizer": event["organizer"],
+        "attendees": [dict(a) for a in event["attendees"]],
+    }
 
 
-def _insert(calendar: str, title: str, start: datetime, minutes: int,
-            attendees: dict[str, str], organizer: str = ME) -> dict[str, Any]:
+def _insert(
+    calendar: str, title: str, start: datetime, minutes: int, attendees: dict[str, str], organizer: str = ME
+) -> dict[str, Any]:
     global _next_id
-    event = {"id": f"evt-{_next_id}", "calendar": calendar, "title": _title(title), "start": start,
-             "duration_minutes": minutes, "organizer": organizer,
-             "attendees": [{"email": e, "response": r} for e, r in attendees.items()]}
+    event = {
+        "id": f"evt-{_next_id}",
+        "calendar": calendar,
+        "title": _title(title),
+        "start": start,
+        "duration_minutes": minutes,
+        "organizer": organizer,
+        "attendees": [{"email": e, "response": r} for e, r in attendees.items()],
+    }
     _next_id += 1
     _events[event["id"]] = event
     return event
@@ -110,8 +123,11 @@ def _insert(calendar: str, title: str, start: datetime, minutes: int,
 
 def _overlaps(calendar: str, start: datetime, minutes: int, skip: str | None = None) -> list[str]:
     end = start + timedelta(minutes=minutes)
-    return [e["id"] for e in _events.values()
-            if e["calendar"] == calendar and e["id"] != skip and e["start"] < end and start < _end(e)]
+    return [
+        e["id"]
+        for e in _events.values()
+        if e["calendar"] == calendar and e["id"] != skip and e["start"] < end and start < _end(e)
+    ]
 
 
 def _june(day: int, hour: int, minute: int = 0) -> datetime:
@@ -119,11 +135,16 @@ def _june(day: int, hour: int, minute: int = 0) -> datetime:
 
 
 _insert("work", "Weekly 1:1 with Dana", _june(9, 10), 30, {"dana@example.com": "accepted"})
-_insert("work", "Sprint planning", _june(9, 13), 90,
-        {"alex@example.com": "accepted", "priya@example.com": "tentative"})
+_insert("work", "Sprint planning", _june(9, 13), 90, {"alex@example.com": "accepted", "priya@example.com": "tentative"})
 _insert("work", "Customer demo: Acme Corp", _june(9, 15, 30), 60, {"sam@acme.example": "needs-action"})
-_insert("team", "Architecture review: payments API", _june(10, 15), 60,
-        {ME: "needs-action", "alex@example.com": "accepted"}, organizer="priya@example.com")
+_insert(
+    "team",
+    "Architecture review: payments API",
+    _june(10, 15),
+    60,
+    {ME: "needs-action", "alex@example.com": "accepted"},
+    organizer="priya@example.com",
+)
 _insert("personal", "Dentist appointment", _june(11, 8, 30), 45, {})
 
 
@@ -131,8 +152,9 @@ _insert("personal", "Dentist appointment", _june(11, 8, 30), 45, {})
 def list_calendars() -> list[dict[str, Any]]:
     """List the calendars available to the user, with id, display name, owner and event count."""
     with _lock:
-        return [{**c, "event_count": sum(e["calendar"] == c["id"] for e in _events.values())}
-                for c in CALENDARS.values()]
+        return [
+            {**c, "event_count": sum(e["calendar"] == c["id"] for e in _events.values())} for c in CALENDARS.values()
+        ]
 
 
 @mcp.tool
@@ -155,8 +177,9 @@ def list_events(
     lo = datetime.combine(first, time(0), UTC)
     hi = datetime.combine(last + timedelta(days=1), time(0), UTC)
     with _lock:
-        found = sorted((e for e in _events.values() if e["calendar"] == cal and lo <= e["start"] < hi),
-                       key=lambda e: e["start"])
+        found = sorted(
+            (e for e in _events.values() if e["calendar"] == cal and lo <= e["start"] < hi), key=lambda e: e["start"]
+        )
         return {"calendar": cal, "count": len(found), "events": [_public(e) for e in found]}
 
 
@@ -234,8 +257,13 @@ def find_free_slots(
     for busy_start, busy_end in [*busy, (day_end, day_end)]:
         gap_end = min(busy_start, day_end)
         if gap_end - cursor >= timedelta(minutes=duration_minutes):
-            slots.append({"start": cursor.isoformat(), "end": gap_end.isoformat(),
-                          "minutes": int((gap_end - cursor).total_seconds() // 60)})
+            slots.append(
+                {
+                    "start": cursor.isoformat(),
+                    "end": gap_end.isoformat(),
+                    "minutes": int((gap_end - cursor).total_seconds() // 60),
+                }
+            )
         cursor = max(cursor, busy_end)
         if cursor >= day_end:
             break

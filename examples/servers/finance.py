@@ -25,9 +25,24 @@ AS_OF = "2025-06-06"
 
 # Units of each currency per 1 USD.
 USD_RATES: dict[str, float] = {
-    "USD": 1.0, "EUR": 0.877, "GBP": 0.739, "JPY": 144.85, "CHF": 0.822, "CAD": 1.368,
-    "AUD": 1.537, "NZD": 1.657, "CNY": 7.185, "INR": 85.62, "MXN": 19.17, "BRL": 5.57,
-    "SEK": 9.59, "NOK": 10.09, "SGD": 1.287, "HKD": 7.849, "KRW": 1357.2, "ZAR": 17.78,
+    "USD": 1.0,
+    "EUR": 0.877,
+    "GBP": 0.739,
+    "JPY": 144.85,
+    "CHF": 0.822,
+    "CAD": 1.368,
+    "AUD": 1.537,
+    "NZD": 1.657,
+    "CNY": 7.185,
+    "INR": 85.62,
+    "MXN": 19.17,
+    "BRL": 5.57,
+    "SEK": 9.59,
+    "NOK": 10.09,
+    "SGD": 1.287,
+    "HKD": 7.849,
+    "KRW": 1357.2,
+    "ZAR": 17.78,
 }
 
 # symbol -> (company name, exchange, last price, previous close) in USD.
@@ -48,7 +63,10 @@ FilingStatus = Literal["single", "married_joint", "married_separate", "head_of_h
 
 # US federal 2024 tax year: standard deduction and bracket upper bounds.
 STANDARD_DEDUCTION: dict[str, float] = {
-    "single": 14_600, "married_joint": 29_200, "married_separate": 14_600, "head_of_household": 21_900,
+    "single": 14_600,
+    "married_joint": 29_200,
+    "married_separate": 14_600,
+    "head_of_household": 21_900,
 }
 BRACKET_RATES = [0.10, 0.12, 0.22, 0.24, 0.32, 0.35, 0.37]
 BRACKET_LIMITS: dict[str, list[float]] = {
@@ -89,8 +107,14 @@ def convert_currency(amount: Money, from_currency: CurrencyArg, to_currency: Cur
     """
     src, dst = _currency(from_currency), _currency(to_currency)
     rate = USD_RATES[dst] / USD_RATES[src]
-    return {"amount": amount, "from": src, "to": dst, "rate": round(rate, 6),
-            "converted": round(amount * rate, 2), "as_of": AS_OF}
+    return {
+        "amount": amount,
+        "from": src,
+        "to": dst,
+        "rate": round(rate, 6),
+        "converted": round(amount * rate, 2),
+        "as_of": AS_OF,
+    }
 
 
 @mcp.tool
@@ -114,9 +138,17 @@ def get_stock_quote(
     """Get a stock quote (static snapshot) with last price, previous close and change in USD and percent."""
     sym = _symbol(symbol)
     name, exchange, price, prev = QUOTES[sym]
-    return {"symbol": sym, "name": name, "exchange": exchange, "currency": "USD", "price": price,
-            "previous_close": prev, "change": round(price - prev, 2),
-            "change_percent": round((price - prev) / prev * 100, 2), "as_of": AS_OF}
+    return {
+        "symbol": sym,
+        "name": name,
+        "exchange": exchange,
+        "currency": "USD",
+        "price": price,
+        "previous_close": prev,
+        "change": round(price - prev, 2),
+        "change_percent": round((price - prev) / prev * 100, 2),
+        "as_of": AS_OF,
+    }
 
 
 @mcp.tool
@@ -131,8 +163,12 @@ def calculate_loan_payment(principal: Money, annual_rate_percent: RatePct, years
         raise ValueError("Loan term must be at least one month.")
     r = annual_rate_percent / 100 / 12
     payment = principal / n if r == 0 else principal * r / (1 - (1 + r) ** -n)
-    return {"monthly_payment": round(payment, 2), "number_of_payments": n,
-            "total_paid": round(payment * n, 2), "total_interest": round(payment * n - principal, 2)}
+    return {
+        "monthly_payment": round(payment, 2),
+        "number_of_payments": n,
+        "total_paid": round(payment * n, 2),
+        "total_interest": round(payment * n - principal, 2),
+    }
 
 
 @mcp.tool
@@ -152,8 +188,11 @@ def compound_interest(
     r = annual_rate_percent / 100
     final = principal * (1 + r / compounds_per_year) ** (compounds_per_year * years)
     apy = (1 + r / compounds_per_year) ** compounds_per_year - 1
-    return {"final_balance": round(final, 2), "interest_earned": round(final - principal, 2),
-            "effective_annual_rate_percent": round(apy * 100, 4)}
+    return {
+        "final_balance": round(final, 2),
+        "interest_earned": round(final - principal, 2),
+        "effective_annual_rate_percent": round(apy * 100, 4),
+    }
 
 
 @mcp.tool
@@ -178,12 +217,24 @@ def portfolio_value(
         value = price * shares
         total += value
         day_change += (price - prev) * shares
-        positions.append({"symbol": sym, "shares": shares, "price": price, "value": round(value, 2),
-                          "day_change": round((price - prev) * shares, 2) + 0.0})  # + 0.0 avoids -0.0
+        positions.append(
+            {
+                "symbol": sym,
+                "shares": shares,
+                "price": price,
+                "value": round(value, 2),
+                "day_change": round((price - prev) * shares, 2) + 0.0,
+            }
+        )  # + 0.0 avoids -0.0
     for p in positions:
         p["weight_percent"] = round(p["value"] / total * 100, 2) if total else 0.0
-    return {"positions": positions, "total_value": round(total, 2), "day_change": round(day_change, 2) + 0.0,
-            "currency": "USD", "as_of": AS_OF}
+    return {
+        "positions": positions,
+        "total_value": round(total, 2),
+        "day_change": round(day_change, 2) + 0.0,
+        "currency": "USD",
+        "as_of": AS_OF,
+    }
 
 
 @mcp.tool
@@ -204,13 +255,25 @@ def estimate_income_tax(
         portion = min(taxable, upper) - lower
         tax += portion * rate
         marginal = rate
-        breakdown.append({"rate_percent": round(rate * 100), "taxable_amount": round(float(portion), 2),
-                          "tax": round(portion * rate, 2)})
+        breakdown.append(
+            {
+                "rate_percent": round(rate * 100),
+                "taxable_amount": round(float(portion), 2),
+                "tax": round(portion * rate, 2),
+            }
+        )
         lower = upper
-    return {"tax_year": 2024, "filing_status": filing_status, "income": income,
-            "standard_deduction": STANDARD_DEDUCTION[filing_status], "taxable_income": round(taxable, 2),
-            "tax": round(tax, 2), "effective_rate_percent": round(tax / income * 100, 2) if income else 0.0,
-            "marginal_rate_percent": round(marginal * 100), "brackets": breakdown}
+    return {
+        "tax_year": 2024,
+        "filing_status": filing_status,
+        "income": income,
+        "standard_deduction": STANDARD_DEDUCTION[filing_status],
+        "taxable_income": round(taxable, 2),
+        "tax": round(tax, 2),
+        "effective_rate_percent": round(tax / income * 100, 2) if income else 0.0,
+        "marginal_rate_percent": round(marginal * 100),
+        "brackets": breakdown,
+    }
 
 
 if __name__ == "__main__":

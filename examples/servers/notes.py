@@ -68,20 +68,29 @@ def _summary(note: dict[str, Any]) -> dict[str, Any]:
 def _insert(title: str, body: str, tags: list[str]) -> dict[str, Any]:
     global _next_id
     clean_tags = sorted({_clean_tag(t) for t in tags})
-    note = {"id": f"note-{_next_id}", "title": _clean_title(title), "body": _clean_body(body),
-            "tags": clean_tags, "revision": 1}
+    note = {
+        "id": f"note-{_next_id}",
+        "title": _clean_title(title),
+        "body": _clean_body(body),
+        "tags": clean_tags,
+        "revision": 1,
+    }
     _next_id += 1
     _notes[note["id"]] = note
     return note
 
 
 _insert("Grocery list", "Oat milk, eggs, spinach, sourdough, coffee beans.", ["personal", "shopping"])
-_insert("Q3 planning meeting",
-        "Agenda: hiring plan, API v2 deprecation timeline, on-call rotation. Owner: Priya.",
-        ["work", "meetings"])
-_insert("Book recommendations",
-        "The Pragmatic Programmer; Designing Data-Intensive Applications; Piranesi.",
-        ["personal", "reading"])
+_insert(
+    "Q3 planning meeting",
+    "Agenda: hiring plan, API v2 deprecation timeline, on-call rotation. Owner: Priya.",
+    ["work", "meetings"],
+)
+_insert(
+    "Book recommendations",
+    "The Pragmatic Programmer; Designing Data-Intensive Applications; Piranesi.",
+    ["personal", "reading"],
+)
 
 
 @mcp.tool
@@ -154,9 +163,9 @@ def search_notes(
         raise ValueError("Search text must not be empty.")
     with _lock:
         hits = [
-            _summary(n) for n in _notes.values()
-            if needle in n["title"].lower() or needle in n["body"].lower()
-            or any(needle in t for t in n["tags"])
+            _summary(n)
+            for n in _notes.values()
+            if needle in n["title"].lower() or needle in n["body"].lower() or any(needle in t for t in n["tags"])
         ]
     return {"query": text, "count": len(hits), "notes": hits}
 

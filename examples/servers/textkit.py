@@ -149,8 +149,15 @@ def regex_search(
     for m in compiled.finditer(text):
         total += 1
         if len(matches) < MAX_MATCHES:
-            matches.append({"match": m.group(0), "start": m.start(), "end": m.end(),
-                            "groups": list(m.groups()), "named_groups": m.groupdict()})
+            matches.append(
+                {
+                    "match": m.group(0),
+                    "start": m.start(),
+                    "end": m.end(),
+                    "groups": list(m.groups()),
+                    "named_groups": m.groupdict(),
+                }
+            )
     return {"total_matches": total, "truncated": total > MAX_MATCHES, "matches": matches}
 
 
@@ -168,8 +175,13 @@ def diff_text(
     diff = list(difflib.unified_diff(a_lines, b_lines, fromfile="a", tofile="b", lineterm=""))
     added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-    return {"identical": a == b, "added_lines": added, "removed_lines": removed,
-            "similarity": round(difflib.SequenceMatcher(None, a, b).ratio(), 4), "diff": "\n".join(diff)}
+    return {
+        "identical": a == b,
+        "added_lines": added,
+        "removed_lines": removed,
+        "similarity": round(difflib.SequenceMatcher(None, a, b).ratio(), 4),
+        "diff": "\n".join(diff),
+    }
 
 
 @mcp.tool

@@ -22,46 +22,159 @@ Units = Literal["metric", "imperial"]
 
 # Base observations per city (metric units).
 CITIES: dict[str, dict[str, Any]] = {
-    "london": {"name": "London", "country": "GB", "region": "England", "temp_c": 14.2,
-               "humidity": 78, "wind_kph": 19.0, "wind_dir": "SW", "pressure_hpa": 1012,
-               "condition": "Light rain", "uv_index": 2, "aqi": 38, "pm2_5": 9.1, "pm10": 16.4},
-    "paris": {"name": "Paris", "country": "FR", "region": "Ile-de-France", "temp_c": 17.5,
-              "humidity": 64, "wind_kph": 12.0, "wind_dir": "W", "pressure_hpa": 1016,
-              "condition": "Partly cloudy", "uv_index": 4, "aqi": 52, "pm2_5": 12.8, "pm10": 21.0},
-    "new york": {"name": "New York", "country": "US", "region": "New York", "temp_c": 22.8,
-                 "humidity": 58, "wind_kph": 15.0, "wind_dir": "NW", "pressure_hpa": 1018,
-                 "condition": "Sunny", "uv_index": 7, "aqi": 61, "pm2_5": 15.2, "pm10": 24.7},
-    "tokyo": {"name": "Tokyo", "country": "JP", "region": "Kanto", "temp_c": 26.1,
-              "humidity": 72, "wind_kph": 9.0, "wind_dir": "S", "pressure_hpa": 1008,
-              "condition": "Humid and overcast", "uv_index": 6, "aqi": 47, "pm2_5": 11.3,
-              "pm10": 19.8},
-    "sydney": {"name": "Sydney", "country": "AU", "region": "New South Wales", "temp_c": 16.4,
-               "humidity": 55, "wind_kph": 22.0, "wind_dir": "SE", "pressure_hpa": 1021,
-               "condition": "Clear", "uv_index": 3, "aqi": 22, "pm2_5": 5.0, "pm10": 11.2},
-    "mumbai": {"name": "Mumbai", "country": "IN", "region": "Maharashtra", "temp_c": 30.3,
-               "humidity": 84, "wind_kph": 18.0, "wind_dir": "WSW", "pressure_hpa": 1004,
-               "condition": "Heavy rain", "uv_index": 5, "aqi": 118, "pm2_5": 42.6, "pm10": 88.1},
-    "cairo": {"name": "Cairo", "country": "EG", "region": "Cairo Governorate", "temp_c": 35.7,
-              "humidity": 21, "wind_kph": 14.0, "wind_dir": "N", "pressure_hpa": 1009,
-              "condition": "Sunny", "uv_index": 10, "aqi": 156, "pm2_5": 64.9, "pm10": 171.3},
-    "sao paulo": {"name": "Sao Paulo", "country": "BR", "region": "Sao Paulo", "temp_c": 19.9,
-                  "humidity": 69, "wind_kph": 8.0, "wind_dir": "E", "pressure_hpa": 1017,
-                  "condition": "Mist", "uv_index": 4, "aqi": 73, "pm2_5": 22.4, "pm10": 35.9},
+    "london": {
+        "name": "London",
+        "country": "GB",
+        "region": "England",
+        "temp_c": 14.2,
+        "humidity": 78,
+        "wind_kph": 19.0,
+        "wind_dir": "SW",
+        "pressure_hpa": 1012,
+        "condition": "Light rain",
+        "uv_index": 2,
+        "aqi": 38,
+        "pm2_5": 9.1,
+        "pm10": 16.4,
+    },
+    "paris": {
+        "name": "Paris",
+        "country": "FR",
+        "region": "Ile-de-France",
+        "temp_c": 17.5,
+        "humidity": 64,
+        "wind_kph": 12.0,
+        "wind_dir": "W",
+        "pressure_hpa": 1016,
+        "condition": "Partly cloudy",
+        "uv_index": 4,
+        "aqi": 52,
+        "pm2_5": 12.8,
+        "pm10": 21.0,
+    },
+    "new york": {
+        "name": "New York",
+        "country": "US",
+        "region": "New York",
+        "temp_c": 22.8,
+        "humidity": 58,
+        "wind_kph": 15.0,
+        "wind_dir": "NW",
+        "pressure_hpa": 1018,
+        "condition": "Sunny",
+        "uv_index": 7,
+        "aqi": 61,
+        "pm2_5": 15.2,
+        "pm10": 24.7,
+    },
+    "tokyo": {
+        "name": "Tokyo",
+        "country": "JP",
+        "region": "Kanto",
+        "temp_c": 26.1,
+        "humidity": 72,
+        "wind_kph": 9.0,
+        "wind_dir": "S",
+        "pressure_hpa": 1008,
+        "condition": "Humid and overcast",
+        "uv_index": 6,
+        "aqi": 47,
+        "pm2_5": 11.3,
+        "pm10": 19.8,
+    },
+    "sydney": {
+        "name": "Sydney",
+        "country": "AU",
+        "region": "New South Wales",
+        "temp_c": 16.4,
+        "humidity": 55,
+        "wind_kph": 22.0,
+        "wind_dir": "SE",
+        "pressure_hpa": 1021,
+        "condition": "Clear",
+        "uv_index": 3,
+        "aqi": 22,
+        "pm2_5": 5.0,
+        "pm10": 11.2,
+    },
+    "mumbai": {
+        "name": "Mumbai",
+        "country": "IN",
+        "region": "Maharashtra",
+        "temp_c": 30.3,
+        "humidity": 84,
+        "wind_kph": 18.0,
+        "wind_dir": "WSW",
+        "pressure_hpa": 1004,
+        "condition": "Heavy rain",
+        "uv_index": 5,
+        "aqi": 118,
+        "pm2_5": 42.6,
+        "pm10": 88.1,
+    },
+    "cairo": {
+        "name": "Cairo",
+        "country": "EG",
+        "region": "Cairo Governorate",
+        "temp_c": 35.7,
+        "humidity": 21,
+        "wind_kph": 14.0,
+        "wind_dir": "N",
+        "pressure_hpa": 1009,
+        "condition": "Sunny",
+        "uv_index": 10,
+        "aqi": 156,
+        "pm2_5": 64.9,
+        "pm10": 171.3,
+    },
+    "sao paulo": {
+        "name": "Sao Paulo",
+        "country": "BR",
+        "region": "Sao Paulo",
+        "temp_c": 19.9,
+        "humidity": 69,
+        "wind_kph": 8.0,
+        "wind_dir": "E",
+        "pressure_hpa": 1017,
+        "condition": "Mist",
+        "uv_index": 4,
+        "aqi": 73,
+        "pm2_5": 22.4,
+        "pm10": 35.9,
+    },
 }
 
 ALERTS: dict[str, list[dict[str, str]]] = {
-    "england": [{"event": "Yellow wind warning", "severity": "minor",
-                 "areas": "South West England", "onset": "Tonight 21:00",
-                 "expires": "Tomorrow 09:00",
-                 "description": "Gusts of 50-60 mph possible on exposed coasts."}],
-    "maharashtra": [{"event": "Orange rainfall alert", "severity": "severe",
-                     "areas": "Mumbai, Thane, Raigad", "onset": "Today 06:00",
-                     "expires": "Day after tomorrow 06:00",
-                     "description": "Very heavy rain (115-204 mm/24h); localised flooding likely."}],
-    "cairo governorate": [{"event": "Extreme heat advisory", "severity": "moderate",
-                           "areas": "Greater Cairo", "onset": "Today 11:00",
-                           "expires": "Today 18:00",
-                           "description": "Temperatures near 40 C; avoid outdoor exertion."}],
+    "england": [
+        {
+            "event": "Yellow wind warning",
+            "severity": "minor",
+            "areas": "South West England",
+            "onset": "Tonight 21:00",
+            "expires": "Tomorrow 09:00",
+            "description": "Gusts of 50-60 mph possible on exposed coasts.",
+        }
+    ],
+    "maharashtra": [
+        {
+            "event": "Orange rainfall alert",
+            "severity": "severe",
+            "areas": "Mumbai, Thane, Raigad",
+            "onset": "Today 06:00",
+            "expires": "Day after tomorrow 06:00",
+            "description": "Very heavy rain (115-204 mm/24h); localised flooding likely.",
+        }
+    ],
+    "cairo governorate": [
+        {
+            "event": "Extreme heat advisory",
+            "severity": "moderate",
+            "areas": "Greater Cairo",
+            "onset": "Today 11:00",
+            "expires": "Today 18:00",
+            "description": "Temperatures near 40 C; avoid outdoor exertion.",
+        }
+    ],
 }
 
 CONDITION_CYCLE = ["Sunny", "Partly cloudy", "Cloudy", "Light rain", "Showers", "Clear", "Windy"]
@@ -103,12 +216,18 @@ def get_current_weather(city: CityArg, units: UnitsArg = "metric") -> dict[str, 
         else c["temp_c"] - c["wind_kph"] / 10  # wind chill
     )
     return {
-        "city": c["name"], "country": c["country"], "units": units,
-        "temperature": _temp(c["temp_c"], units), "feels_like": _temp(feels_c, units),
-        "humidity_percent": c["humidity"], "wind_speed": _wind(c["wind_kph"], units),
+        "city": c["name"],
+        "country": c["country"],
+        "units": units,
+        "temperature": _temp(c["temp_c"], units),
+        "feels_like": _temp(feels_c, units),
+        "humidity_percent": c["humidity"],
+        "wind_speed": _wind(c["wind_kph"], units),
         "wind_speed_unit": "mph" if units == "imperial" else "km/h",
-        "wind_direction": c["wind_dir"], "pressure_hpa": c["pressure_hpa"],
-        "uv_index": c["uv_index"], "condition": c["condition"],
+        "wind_direction": c["wind_dir"],
+        "pressure_hpa": c["pressure_hpa"],
+        "uv_index": c["uv_index"],
+        "condition": c["condition"],
     }
 
 
@@ -129,13 +248,17 @@ def get_forecast(
         condition = c["condition"] if i == 0 else CONDITION_CYCLE[(seed + i) % len(CONDITION_CYCLE)]
         high = c["temp_c"] + 2.5 + TEMP_OFFSETS[(seed + i) % len(TEMP_OFFSETS)]
         wet = any(w in condition.lower() for w in ("rain", "shower", "mist"))
-        daily.append({
-            "day": i + 1, "label": DAY_LABELS[i] if i < len(DAY_LABELS) else f"Day {i + 1}",
-            "high_c": round(high, 1), "low_c": round(high - 6.5 - (seed + i) % 3, 1),
-            "condition": condition,
-            "precipitation_chance_percent": 60 + 7 * ((seed + i) % 5) if wet else 5 * ((seed + i) % 4),
-            "max_wind_kph": round(c["wind_kph"] + 3 * ((seed + 2 * i) % 4), 1),
-        })
+        daily.append(
+            {
+                "day": i + 1,
+                "label": DAY_LABELS[i] if i < len(DAY_LABELS) else f"Day {i + 1}",
+                "high_c": round(high, 1),
+                "low_c": round(high - 6.5 - (seed + i) % 3, 1),
+                "condition": condition,
+                "precipitation_chance_percent": 60 + 7 * ((seed + i) % 5) if wet else 5 * ((seed + i) % 4),
+                "max_wind_kph": round(c["wind_kph"] + 3 * ((seed + 2 * i) % 4), 1),
+            }
+        )
     return {"city": c["name"], "country": c["country"], "days": daily}
 
 
@@ -163,8 +286,11 @@ def _aqi_category(aqi: int) -> tuple[str, str]:
     bands = [
         (50, "Good", "Air quality is satisfactory."),
         (100, "Moderate", "Unusually sensitive people should limit prolonged outdoor exertion."),
-        (150, "Unhealthy for sensitive groups",
-         "Children, older adults and people with lung disease should reduce outdoor exertion."),
+        (
+            150,
+            "Unhealthy for sensitive groups",
+            "Children, older adults and people with lung disease should reduce outdoor exertion.",
+        ),
         (200, "Unhealthy", "Everyone should reduce prolonged or heavy outdoor exertion."),
         (300, "Very unhealthy", "Avoid outdoor activity; sensitive groups should stay indoors."),
     ]
@@ -184,9 +310,13 @@ def get_air_quality(city: CityArg) -> dict[str, Any]:
     c = _city(city)
     category, advice = _aqi_category(c["aqi"])
     return {
-        "city": c["name"], "aqi": c["aqi"], "category": category, "health_advice": advice,
+        "city": c["name"],
+        "aqi": c["aqi"],
+        "category": category,
+        "health_advice": advice,
         "dominant_pollutant": "pm10" if c["pm10"] > 2.5 * c["pm2_5"] else "pm2_5",
-        "pm2_5_ugm3": c["pm2_5"], "pm10_ugm3": c["pm10"],
+        "pm2_5_ugm3": c["pm2_5"],
+        "pm10_ugm3": c["pm10"],
     }
 
 
