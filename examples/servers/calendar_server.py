@@ -302,4 +302,4 @@ def respond_to_invite(
 
 
 if __name__ == "__main__":
-    mcp.run()
+    mcp.run(show_banner=False)

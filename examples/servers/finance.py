@@ -277,4 +277,4 @@ def estimate_income_tax(
 
 
 if __name__ == "__main__":
-    mcp.run()
+    mcp.run(show_banner=False)

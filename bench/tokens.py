@@ -1,0 +1,134 @@
+"""Tool-definition tokens in the first upstream call, discovery off vs on.
+
+Catalogs: the bundled demo (its example servers, listed in memory), and catalogs of 100 and 1,000 tools. The
+large catalogs are real tool definitions from public tool-retrieval data (LiveMCPBench MCP servers and
+StableToolBench RapidAPI tools, Apache-2.0) when the data file is present, otherwise generated ones.
+Counts are o200k_base tokens of the `tools` array as sent (see app/tokens.py).
+
+    python bench/tokens.py [--data PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import tokens  # noqa: E402
+from app.catalog import build_catalog  # noqa: E402
+from app.config import Config, load_config, parse_config  # noqa: E402
+from app.protocol import ChatCompletionRequest  # noqa: E402
+from app.request_tools import DiscoveryCache, prepare_request_tools  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+REQUEST = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+
+
+def first_call_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[int, int, int]:
+    """(tokens with discovery off, tokens with it on, tools loaded on the first call with it on)."""
+    results = []
+    for enabled in (False, True):
+        variant = config.model_copy(
+            update={"tool_discovery": config.tool_discovery.model_copy(update={"enabled": enabled})}
+        )
+        catalog = build_catalog(variant, listings, version=1)
+        request_tools = prepare_request_tools(catalog, variant, REQUEST, DiscoveryCache())
+        results.append((tokens.count_tools(request_tools.definitions()), len(request_tools.loaded_names)))
+    return results[0][0], results[1][0], results[1][1]
+
+
+async def demo_listings(config: Config) -> dict[str, list[Any]]:
+    from fastmcp import Client
+
+    listings: dict[str, list[Any]] = {}
+    for name, server in config.mcp_servers.items():
+        path = config.base_dir / server.args[0]
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        async with Client(module.mcp) as client:
+            listings[name] = await client.list_tools()
+    return listings
+
+
+def data_listings(path: Path, count: int) -> dict[str, list[Any]]:
+    """The first `count` tools of the data file, real MCP servers first, whole servers at a time."""
+    data = json.loads(path.read_text())
+    listings: dict[str, list[Any]] = {}
+    for total, tool in enumerate(sorted(data["tools"], key=lambda t: t["part"] != "livemcp")):
+        if total >= count:
+            break
+        schema = tool["input_schema"]
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError:
+                schema = {"type": "object", "properties": {}}
+        tool_ns = SimpleNamespace(
+            name=tool["name"], description=tool["description"], input_schema=schema, meta=None, title=None
+        )
+        listings.setdefault(tool["server"], []).append(tool_ns)
+    return listings
+
+
+def generated_listings(count: int, seed: int = 7) -> dict[str, list[Any]]:
+    rng = random.Random(seed)
+    verbs = ["get", "list", "create", "update", "delete", "search", "export", "sync"]
+    nouns = ["invoice", "customer", "ticket", "order", "report", "user", "project", "file", "message", "event"]
+    listings: dict[str, list[Any]] = {}
+    for index in range(count):
+        server = f"service{index // 8:03d}"
+        verb, noun = rng.choice(verbs), rng.choice(nouns)
+        properties = {
+            f"{noun}_id": {"type": "string", "description": f"Identifier of the {noun} to {verb}."},
+            "limit": {"type": "integer", "description": "Maximum number of results to return (1-100)."},
+            "fields": {"type": "array", "items": {"type": "string"}, "description": "Fields to include in the answer."},
+        }
+        description = f"{verb.title()} a {noun} in {server}. Returns the {noun} record with its metadata and status."
+        schema = {"type": "object", "properties": properties, "required": [f"{noun}_id"]}
+        listings.setdefault(server, []).append(
+            SimpleNamespace(
+                name=f"{verb}_{noun}_{index}", description=description, input_schema=schema, meta=None, title=None
+            )
+        )
+    return listings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tool-retrieval data (default: ../shared/data)")
+    args = parser.parse_args()
+
+    demo = load_config(ROOT / "config.json", environ={})
+    rows = [("demo config", demo, asyncio.run(demo_listings(demo)))]
+    source = "data file" if args.data.exists() else "generated"
+    for count in (100, 1000):
+        listings = data_listings(args.data, count) if args.data.exists() else generated_listings(count)
+        servers = {name: {"command": "unused"} for name in listings}
+        config = parse_config({"mcpServers": servers, "tool_discovery": {"defer_all": True}}, environ={})
+        rows.append((f"{count:,} tools ({source})", config, listings))
+
+    unit = "o200k_base tokens" if tokens.exact() else "estimated tokens (install the 'tokens' extra for exact counts)"
+    print(f"Tool-definition tokens in the first upstream call ({unit})\n")
+    header = f"{'catalog':<28} {'tools':>6} {'discovery off':>14} {'discovery on':>13} {'loaded':>10} {'cut':>7}"
+    print(header)
+    print("-" * len(header))
+    for label, config, listings in rows:
+        tool_count = sum(len(tools) for tools in listings.values())
+        off, on, loaded = first_call_tokens(config, listings)
+        cut = 1 - on / off if off else 0.0
+        print(f"{label:<28} {tool_count:>6} {off:>14,} {on:>13,} {loaded:>10} {cut:>7.1%}")
+
+
+if __name__ == "__main__":
+    main()

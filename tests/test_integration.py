@@ -1,0 +1,161 @@
+"""End to end as a user runs it: `toolsift serve` in its own process, the bundled example servers and the
+third-party `mcp-server-time` over stdio, a local scripted upstream, and the official OpenAI SDK as client."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import ROOT, completion
+from tests.scripted_upstream import ScriptedUpstream, free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
+                                reason="mcp-server-time is a dev dependency")
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ScriptedUpstream]:
+    server = ScriptedUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    config = json.loads((ROOT / "config.json").read_text())
+    for server in config["mcpServers"].values():
+        server["args"] = [str(ROOT / arg) for arg in server["args"]]
+    config["mcpServers"]["time"] = {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"], "defer_loading": True}
+    config["tool_sets"]["clock"] = {"description": "time only", "servers": {"time": True}}
+    path = tmp_path_factory.mktemp("gateway") / "config.json"
+    path.write_text(json.dumps(config))
+    port = free_port()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-integration-secret", "OPENAI_BASE_URL": upstream.base_url}
+    toolsift = Path(sys.executable).parent / "toolsift"
+    log = (path.parent / "gateway.log").open("w")
+    process = subprocess.Popen(
+        [str(toolsift), "serve", "--config", str(path), "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError("gateway exited:\n" + (path.parent / "gateway.log").read_text())
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("gateway did not start:\n" + (path.parent / "gateway.log").read_text())
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(15)
+        log.close()
+        assert "sk-integration-secret" not in (path.parent / "gateway.log").read_text()
+
+
+@pytest.fixture
+def client(gateway: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gateway}/v1", api_key="unused-by-the-gateway", max_retries=0)
+
+
+def test_health_reports_every_server_up_before_the_port_opened(gateway: str) -> None:
+    health = httpx.get(f"{gateway}/healthz").json()
+    assert health["status"] == "ok"
+    counts = {name: server["tools"] for name, server in health["servers"].items()}
+    assert counts == {"weather": 4, "notes": 9, "calendar": 8, "finance": 7, "textkit": 11, "time": 2}
+    assert all(server["state"] == "up" and server["transport"] == "stdio" for server in health["servers"].values())
+
+
+def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "create a note"})]),
+        completion(calls=[("notes__create_note", {"title": "Groceries", "body": "eggs, milk"})]),
+        completion("Saved your note."),
+    )
+    reply = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "Note: eggs, milk"}])
+    assert reply.choices[0].message.content == "Saved your note."
+    assert reply.usage is not None and reply.usage.total_tokens == 45
+    stats: dict[str, Any] = reply.model_extra["tool_discovery"]  # type: ignore[index]
+    assert stats["rounds"] == 3 and stats["search_calls"] == 1 and stats["tools_called"] == ["notes__create_note"]
+
+    first = upstream.tool_names(0)
+    assert first == [
+        "weather__get_current_weather", "weather__get_forecast", "weather__get_alerts", "weather__get_air_quality",
+        "search_tools",
+    ]
+    assert upstream.requests[0]["model"] == "gpt-4.1-mini"
+    assert upstream.headers[0]["authorization"] == "Bearer sk-integration-secret"
+    second = upstream.tool_names(1)
+    assert second[:5] == first and "notes__create_note" in second[5:]
+    created = json.loads(upstream.requests[2]["messages"][-1]["content"])
+    assert created["title"] == "Groceries" and created["id"].startswith("note-")
+
+
+def test_search_by_server_runs_a_third_party_server(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+    upstream.script(
+        completion(calls=[("search_tools", {"server_name": "time"})]),
+        completion(calls=[("time__get_current_time", {"timezone": "Asia/Tokyo"})]),
+        completion("It is evening in Tokyo."),
+    )
+    reply = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "Time in Tokyo?"}])
+    assert reply.choices[0].message.content == "It is evening in Tokyo."
+    assert upstream.tool_names(1)[-2:] == ["time__get_current_time", "time__convert_time"]
+    result = upstream.requests[2]["messages"][-1]["content"]
+    assert "Asia/Tokyo" in result and not result.startswith("Error")
+
+
+def test_exact_names_and_a_client_tool_returned_to_the_sdk(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+    upstream.script(
+        completion(calls=[("search_tools", {"tool_names": ["convert_currency", "open_ticket"]})]),
+        completion(calls=[("open_ticket", {"summary": "refund"})]),
+    )
+    tools: list[Any] = [
+        {
+            "type": "function",
+            "function": {"name": "open_ticket", "description": "Open a support ticket", "parameters": {"type": "object"}},
+            "defer_loading": True,
+        }
+    ]
+    reply = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "refund"}], tools=tools)
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls is not None
+    assert [call.function.name for call in choice.message.tool_calls] == ["open_ticket"]  # type: ignore[union-attr]
+    assert upstream.tool_names(1)[-2:] == ["finance__convert_currency", "open_ticket"]
+    assert "open_ticket" not in upstream.tool_names(0)
+
+
+def test_tool_set_from_extra_body_restricts_discovery(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+    upstream.script(completion(calls=[("search_tools", {"query": "weather forecast note"})]), completion("nothing"))
+    client.chat.completions.create(
+        model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "clock"}
+    )
+    assert upstream.tool_names(0) == ["search_tools"]
+    assert "No tools found" in upstream.requests[1]["messages"][-1]["content"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "nope"})
+    assert "Available tool sets: clock, money, planner" in str(caught.value)
+
+
+def test_bad_bodies_get_openai_errors(client: openai.OpenAI, gateway: str) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="fast", messages=[])
+    assert caught.value.body["param"] == "messages"  # type: ignore[index]
+    response = httpx.post(f"{gateway}/v1/chat/completions", content=b"{oops", headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
