@@ -1,0 +1,21 @@
+# toolsift gateway: the same install as `make install`, without the dev extras.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /srv/toolsift
+RUN useradd --create-home --uid 10001 toolsift
+
+# Dependencies first, from pyproject.toml alone, so code changes reuse this layer.
+COPY pyproject.toml README.md ./
+RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir . && rm -rf app build
+
+COPY app ./app
+COPY examples ./examples
+COPY config.json ./
+RUN pip install --no-cache-dir --no-deps . && rm -rf build
+
+USER toolsift
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
+CMD ["toolsift", "serve", "--config", "config.json", "--host", "0.0.0.0", "--port", "8000"]
