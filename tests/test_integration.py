@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +20,10 @@ import pytest
 from tests.conftest import ROOT, completion
 from tests.scripted_upstream import ScriptedUpstream, free_port
 
-pytestmark = pytest.mark.skipif(shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
-                                reason="mcp-server-time is a dev dependency")
+pytestmark = pytest.mark.skipif(
+    shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
+    reason="mcp-server-time is a dev dependency",
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,11 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
     config = json.loads((ROOT / "config.json").read_text())
     for server in config["mcpServers"].values():
         server["args"] = [str(ROOT / arg) for arg in server["args"]]
-    config["mcpServers"]["time"] = {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"], "defer_loading": True}
+    config["mcpServers"]["time"] = {
+        "command": "mcp-server-time",
+        "args": ["--local-timezone", "UTC"],
+        "defer_loading": True,
+    }
     config["tool_sets"]["clock"] = {"description": "time only", "servers": {"time": True}}
     path = tmp_path_factory.mktemp("gateway") / "config.json"
     path.write_text(json.dumps(config))
@@ -45,7 +51,10 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
     toolsift = Path(sys.executable).parent / "toolsift"
     log = (path.parent / "gateway.log").open("w")
     process = subprocess.Popen(
-        [str(toolsift), "serve", "--config", str(path), "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+        [str(toolsift), "serve", "--config", str(path), "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -96,7 +105,10 @@ def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstre
 
     first = upstream.tool_names(0)
     assert first == [
-        "weather__get_current_weather", "weather__get_forecast", "weather__get_alerts", "weather__get_air_quality",
+        "weather__get_current_weather",
+        "weather__get_forecast",
+        "weather__get_alerts",
+        "weather__get_air_quality",
         "search_tools",
     ]
     assert upstream.requests[0]["model"] == "gpt-4.1-mini"
@@ -128,7 +140,11 @@ def test_exact_names_and_a_client_tool_returned_to_the_sdk(client: openai.OpenAI
     tools: list[Any] = [
         {
             "type": "function",
-            "function": {"name": "open_ticket", "description": "Open a support ticket", "parameters": {"type": "object"}},
+            "function": {
+                "name": "open_ticket",
+                "description": "Open a support ticket",
+                "parameters": {"type": "object"},
+            },
             "defer_loading": True,
         }
     ]
@@ -149,7 +165,9 @@ def test_tool_set_from_extra_body_restricts_discovery(client: openai.OpenAI, ups
     assert upstream.tool_names(0) == ["search_tools"]
     assert "No tools found" in upstream.requests[1]["messages"][-1]["content"]
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "nope"})
+        client.chat.completions.create(
+            model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "nope"}
+        )
     assert "Available tool sets: clock, money, planner" in str(caught.value)
 
 
@@ -157,5 +175,7 @@ def test_bad_bodies_get_openai_errors(client: openai.OpenAI, gateway: str) -> No
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="fast", messages=[])
     assert caught.value.body["param"] == "messages"  # type: ignore[index]
-    response = httpx.post(f"{gateway}/v1/chat/completions", content=b"{oops", headers={"content-type": "application/json"})
+    response = httpx.post(
+        f"{gateway}/v1/chat/completions", content=b"{oops", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
