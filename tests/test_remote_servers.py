@@ -71,7 +71,9 @@ async def test_remote_server_tools_are_discovered_and_called(
     assert (health["state"], health["transport"], health["tools"]) == ("up", kind, 7)
     upstream.script(
         completion(calls=[("search_tools", {"query": "loan monthly payment"})]),
-        completion(calls=[("money__calculate_loan_payment", {"principal": 10000, "annual_rate_percent": 6, "years": 5})]),
+        completion(
+            calls=[("money__calculate_loan_payment", {"principal": 10000, "annual_rate_percent": 6, "years": 5})]
+        ),
         completion("about 193 a month"),
     )
     response = await client.post("/v1/chat/completions", json=chat_body("loan?"))
@@ -82,7 +84,9 @@ async def test_remote_server_tools_are_discovered_and_called(
 
 async def test_unreachable_remote_server_is_down_with_its_error(upstream: Upstream, gateway_factory: Any) -> None:
     servers = {"gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "defer_loading": True}}
-    client, gateway = await gateway_factory(make_config(mcpServers=servers, tool_sets={}, mcp_startup_timeout=5), targets={})
+    client, gateway = await gateway_factory(
+        make_config(mcpServers=servers, tool_sets={}, mcp_startup_timeout=5), targets={}
+    )
     assert gateway.mcp.health()["gone"]["state"] == "down"
     health = (await client.get("/healthz")).json()
     assert health["status"] == "degraded" and health["servers"]["gone"]["error"]
