@@ -207,3 +207,20 @@ async def test_models_lists_aliases(gateway_factory: Any) -> None:
     body = (await client.get("/v1/models")).json()
     assert body["object"] == "list"
     assert [m["id"] for m in body["data"]] == ["fast"]
+
+
+async def test_gateway_bug_is_500_with_request_id_and_no_traceback(
+    upstream: Upstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from app.loop import ChatLoop
+
+    async def broken(self: Any, payload: Any) -> Any:
+        raise KeyError("internal detail")
+
+    monkeypatch.setattr(ChatLoop, "run", broken)
+    client, _ = await gateway_factory()
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    error = _error(response, 500)
+    assert response.headers["x-request-id"] in error["message"]
+    assert "internal detail" not in response.text and "Traceback" not in response.text
+    assert "internal detail" in caplog.text, "the traceback goes to the log"
