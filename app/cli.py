@@ -50,7 +50,8 @@ def _load_or_exit(path: str) -> Config:
 def _serve(config: Config, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.http import Gateway, create_app
+    from app.gateway import Gateway
+    from app.http import create_app
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for path, variable in sorted(config.unset_env.items()):

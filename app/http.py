@@ -18,41 +18,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.config import Config
+from app.gateway import Gateway
 from app.loop import ChatLoop
-from app.mcp.connections import McpManager
-from app.protocol import ChatCompletionRequest, GatewayError, error_body, parse_chat_request
-from app.providers import Router
-from app.request_tools import DiscoveryCache, RequestTools, history_tool_names, prepare_request_tools
-from app.sessions import SessionStore
+from app.protocol import GatewayError, error_body, parse_chat_request
 
 log = logging.getLogger("toolsift.http")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
-
-
-class Gateway:
-    """Everything a request needs that outlives it: config, MCP connections, providers, caches."""
-
-    def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
-        self.config = config
-        self.mcp = McpManager(config, mcp_targets)
-        self.router = Router(config)
-        self.discovery = DiscoveryCache()
-        self.sessions = SessionStore(config.sessions.ttl_seconds, config.sessions.max_sessions)
-
-    async def start(self) -> None:
-        await self.mcp.start()
-
-    async def stop(self) -> None:
-        await self.mcp.stop()
-        await self.router.aclose()
-
-    def request_tools(self, request: ChatCompletionRequest, session_id: str | None) -> RequestTools:
-        tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
-        tools.load(history_tool_names(request.messages))
-        if session_id:
-            tools.load(self.sessions.tools(session_id))
-        return tools
 
 
 def create_app(gateway: Gateway) -> FastAPI:

@@ -14,7 +14,8 @@ import pytest
 import respx
 
 from app.config import Config, parse_config
-from app.http import Gateway, create_app
+from app.gateway import Gateway
+from app.http import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "examples" / "servers"

@@ -211,12 +211,13 @@ class McpManager:
         return result_text(result, limit), bool(result.is_error)
 
     def health(self) -> dict[str, dict[str, Any]]:
+        discovery = self.config.tool_discovery
         return {
             name: {
                 "state": conn.state.value,
                 "transport": conn.transport_name,
                 "tools": len(conn.tools),
-                "deferred": conn.config.defer_loading or self.config.tool_discovery.defer_all,
+                "deferred": discovery.enabled and (discovery.defer_all or conn.config.defer_loading),
                 "error": conn.error,
             }
             for name, conn in self.connections.items()
