@@ -2,7 +2,8 @@
 
 Each round sends the conversation with the currently loaded tools. `search_tools` is answered here and loads
 tools for the next round; MCP tools run through their servers (one round's calls concurrently); a call to a
-client tool ends the loop and goes back to the client, as OpenAI would send it.
+client tool ends the loop and goes back to the client, as OpenAI would send it. `run` serves plain requests;
+the streaming module drives the same steps (`plan`, `run_tools`) round by round.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from app.mcp.connections import McpManager
@@ -31,6 +35,22 @@ class LoopStats:
     round_limit_reached: bool = False
 
 
+class Step(Enum):
+    """What a round's assistant message asks for next."""
+
+    ANSWER = "answer"
+    CLIENT_TOOLS = "client_tools"
+    ROUND_LIMIT = "round_limit"
+    RUN_TOOLS = "run_tools"
+
+
+@dataclass
+class Plan:
+    step: Step
+    calls: list[dict[str, Any]]
+    kinds: list[ToolKind]
+
+
 @dataclass
 class ChatLoop:
     route: Route
@@ -40,45 +60,89 @@ class ChatLoop:
     stats: LoopStats = field(default_factory=LoopStats)
 
     async def run(self, payload: dict[str, Any]) -> dict[str, Any]:
-        base = {**self.route.params, **{k: v for k, v in payload.items() if k not in NOT_FORWARDED}}
-        base["model"] = self.route.model
+        base = self.upstream_base(payload)
         messages: list[dict[str, Any]] = list(payload["messages"])
         while True:
             response = await self._call_upstream(base, messages)
             choice = response["choices"][0]
             message = choice.get("message") or {}
-            calls = message.get("tool_calls") or []
-            if not calls:
+            plan = self.plan(message)
+            if plan.step is Step.ANSWER:
                 return self._finish(response)
-            kinds = [self.tools.kind(_call_name(call)) for call in calls]
-            client_calls = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
-            if client_calls:
-                # Searches still run so a session remembers what was found; MCP calls beside a client call are
-                # left for the model to repeat, since their results could not reach the client's history.
-                for call, kind in zip(calls, kinds, strict=True):
-                    if kind is ToolKind.SEARCH:
-                        self._run_search(call)
-                choice["message"] = {**message, "tool_calls": client_calls}
+            if plan.step is Step.CLIENT_TOOLS:
+                choice["message"] = {**message, "tool_calls": plan.calls}
                 choice["finish_reason"] = "tool_calls"
                 return self._finish(response)
-            if self.stats.rounds >= self.max_rounds:
-                return self._stop_at_round_limit(response)
-            messages.append(_assistant_turn(message, calls))
-            messages.extend(await self._run_calls(calls, kinds))
+            if plan.step is Step.ROUND_LIMIT:
+                choice["message"] = {"role": "assistant", "content": self.round_limit_text(message.get("content"))}
+                choice["finish_reason"] = "length"
+                return self._finish(response)
+            await self.run_tools(messages, message, plan)
 
-    async def _call_upstream(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def upstream_base(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The request's own parameters over the model's defaults; gateway-only fields removed."""
+        base = {**self.route.params, **{k: v for k, v in payload.items() if k not in NOT_FORWARDED}}
+        base["model"] = self.route.model
+        return base
+
+    def plan(self, message: dict[str, Any]) -> Plan:
+        calls = message.get("tool_calls") or []
+        if not calls:
+            return Plan(Step.ANSWER, [], [])
+        kinds = [self.tools.kind(_call_name(call)) for call in calls]
+        client_calls = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
+        if client_calls:
+            # Searches still run so a session remembers what was found; MCP calls beside a client call are left
+            # for the model to repeat, since their results could not reach the client's history.
+            for call, kind in zip(calls, kinds, strict=True):
+                if kind is ToolKind.SEARCH:
+                    self._run_search(call)
+            return Plan(Step.CLIENT_TOOLS, client_calls, [ToolKind.CLIENT] * len(client_calls))
+        if self.stats.rounds >= self.max_rounds:
+            self.stats.round_limit_reached = True
+            return Plan(Step.ROUND_LIMIT, calls, kinds)
+        return Plan(Step.RUN_TOOLS, calls, kinds)
+
+    async def run_tools(self, messages: list[dict[str, Any]], message: dict[str, Any], plan: Plan) -> None:
+        """Answer every call of the round and extend the conversation for the next one."""
+        messages.append(_assistant_turn(message, plan.calls))
+        messages.extend(await self._run_calls(plan.calls, plan.kinds))
+
+    def round_limit_text(self, content: str | None) -> str:
+        marker = (
+            f"[toolsift: stopped after {self.max_rounds} rounds, the round limit, while the model was still "
+            "calling tools. Ask again to continue, or raise max_rounds in the gateway config.]"
+        )
+        return f"{content or ''}\n\n{marker}".strip()
+
+    def _upstream_body(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
         body = {**base, "messages": messages}
         definitions = self.tools.definitions()
         if definitions:
             body["tools"] = definitions
+        return body
+
+    async def _call_upstream(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
         started = time.perf_counter()
         try:
-            response = await self.route.provider.complete(body)
+            response = await self.route.provider.complete(self._upstream_body(base, messages))
         finally:
             self.stats.upstream_seconds += time.perf_counter() - started
             self.stats.rounds += 1
         self.stats.usage = add_usage(self.stats.usage, response.get("usage"))
         return response
+
+    async def stream_round(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        """One streamed upstream call: chunks passed on as they come, usage counted on the way."""
+        started = time.perf_counter()
+        self.stats.rounds += 1
+        try:
+            async with aclosing(self.route.provider.stream(self._upstream_body(base, messages))) as chunks:
+                async for chunk in chunks:
+                    self.stats.usage = add_usage(self.stats.usage, chunk.get("usage"))
+                    yield chunk
+        finally:
+            self.stats.upstream_seconds += time.perf_counter() - started
 
     async def _run_calls(self, calls: list[dict[str, Any]], kinds: list[ToolKind]) -> list[dict[str, Any]]:
         results: list[str | None] = [None] * len(calls)
@@ -126,22 +190,14 @@ class ChatLoop:
         loaded = ", ".join(self.tools.loaded_names) or "none"
         return f"Error: Unknown tool '{name}'. Loaded tools: {loaded}.{hint}"
 
-    def _stop_at_round_limit(self, response: dict[str, Any]) -> dict[str, Any]:
-        self.stats.round_limit_reached = True
-        choice = response["choices"][0]
-        content = (choice.get("message") or {}).get("content") or ""
-        marker = (
-            f"[toolsift: stopped after {self.max_rounds} rounds, the round limit, while the model was still "
-            "calling tools. Ask again to continue, or raise max_rounds in the gateway config.]"
-        )
-        choice["message"] = {"role": "assistant", "content": f"{content}\n\n{marker}".strip()}
-        choice["finish_reason"] = "length"
-        return self._finish(response)
-
     def _finish(self, response: dict[str, Any]) -> dict[str, Any]:
         if self.stats.usage is not None:
             response["usage"] = self.stats.usage
-        response["tool_discovery"] = {
+        response["tool_discovery"] = self.discovery_stats()
+        return response
+
+    def discovery_stats(self) -> dict[str, Any]:
+        return {
             "rounds": self.stats.rounds,
             "search_calls": self.tools.search_calls,
             "tools_discovered": list(self.tools.found_by_search),
@@ -150,7 +206,6 @@ class ChatLoop:
             "loaded_tools": self.tools.loaded_names,
             "round_limit_reached": self.stats.round_limit_reached,
         }
-        return response
 
 
 def _call_name(call: dict[str, Any]) -> str:

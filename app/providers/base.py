@@ -6,6 +6,7 @@ which upstream it talks to.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 
@@ -14,6 +15,10 @@ class Provider(Protocol):
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send one non-streaming chat-completions request; raise GatewayError on any failure."""
+        ...
+
+    def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """Send one streaming request; yield chat-completion chunks; raise GatewayError on any failure."""
         ...
 
     async def aclose(self) -> None: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -25,28 +26,11 @@ class OpenAIProvider:
         )
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self._missing_key is not None:
-            raise GatewayError(
-                503,
-                f"Provider '{self.name}' has no API key: set {self._missing_key} in the gateway's environment "
-                "and restart it.",
-                type="server_error",
-                code="provider_not_configured",
-            )
-        url = f"{self.base_url}/chat/completions"
+        self._check_key()
         try:
-            response = await self._client.post(url, json=body)
-        except httpx.TimeoutException:
-            raise GatewayError(
-                504, f"Upstream provider '{self.name}' timed out.", "upstream_error", code="upstream_timeout"
-            ) from None
+            response = await self._client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.HTTPError as exc:
-            raise GatewayError(
-                502,
-                f"Upstream provider '{self.name}' is unreachable at {self.base_url}: {type(exc).__name__}.",
-                "upstream_error",
-                code="upstream_unreachable",
-            ) from None
+            raise self._transport_error(exc) from None
         if response.status_code >= 400:
             raise upstream_error(self.name, response.status_code, response.content)
         try:
@@ -61,6 +45,61 @@ class OpenAIProvider:
                 code="upstream_invalid_response",
             )
         return payload
+
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """Yield the upstream's chat-completion chunks as they arrive; the HTTP stream closes with the generator."""
+        self._check_key()
+        try:
+            async with self._client.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+                if response.status_code >= 400:
+                    raise upstream_error(self.name, response.status_code, await response.aread())
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue  # SSE comments, event names, blank separators
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    yield self._parse_chunk(data)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+
+    def _parse_chunk(self, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            raise GatewayError(
+                502,
+                f"Upstream provider '{self.name}' sent a malformed stream chunk.",
+                "upstream_error",
+                code="upstream_invalid_response",
+            )
+        if "error" in chunk:
+            raise upstream_error(self.name, 502, json.dumps(chunk).encode())
+        return chunk
+
+    def _check_key(self) -> None:
+        if self._missing_key is not None:
+            raise GatewayError(
+                503,
+                f"Provider '{self.name}' has no API key: set {self._missing_key} in the gateway's environment "
+                "and restart it.",
+                type="server_error",
+                code="provider_not_configured",
+            )
+
+    def _transport_error(self, exc: httpx.HTTPError) -> GatewayError:
+        if isinstance(exc, httpx.TimeoutException):
+            return GatewayError(
+                504, f"Upstream provider '{self.name}' timed out.", "upstream_error", code="upstream_timeout"
+            )
+        return GatewayError(
+            502,
+            f"Upstream provider '{self.name}' is unreachable at {self.base_url}: {type(exc).__name__}.",
+            "upstream_error",
+            code="upstream_unreachable",
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
