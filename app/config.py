@@ -130,6 +130,7 @@ class Config(_Strict):
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
     tool_call_timeout: float = Field(60.0, gt=0)
+    stream_keepalive_seconds: float = Field(5.0, gt=0)
     tool_result_max_chars: int = Field(20_000, ge=200)
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
 

@@ -10,7 +10,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,6 +21,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.gateway import Gateway
 from app.loop import ChatLoop
 from app.protocol import GatewayError, error_body, parse_chat_request
+from app.sse import EventStreamResponse
+from app.streaming import stream_chat
 
 log = logging.getLogger("toolsift.http")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
@@ -74,13 +76,13 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         body = await _read_body(request, gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body)
         facts["model"] = chat_request.model
-        if chat_request.stream:
-            raise GatewayError(400, "stream: true is not supported by this gateway version.", param="stream")
         route = gateway.router.route(chat_request.model)
         facts["provider"] = route.provider.name
         session_id = request.headers.get("x-session-id") or chat_request.session_id
         tools = gateway.request_tools(chat_request, session_id)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
+        if chat_request.stream:
+            return await _stream(gateway, loop, payload, request_id, started, facts, session_id)
         result = await loop.run(payload)
         if session_id:
             gateway.sessions.remember(session_id, tools.discovered)
@@ -95,6 +97,39 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
     response.headers["x-request-id"] = request_id
     _log_request(request_id, response.status_code, started, facts, loop)
     return response
+
+
+async def _stream(
+    gateway: Gateway,
+    loop: ChatLoop,
+    payload: dict[str, Any],
+    request_id: str,
+    started: float,
+    facts: dict[str, Any],
+    session_id: str | None,
+) -> Response:
+    """Start the stream before answering, so errors up to the upstream's first chunk keep their HTTP status."""
+    events = stream_chat(loop, payload, gateway.config.stream_keepalive_seconds)
+    try:
+        first = await anext(events)
+    except BaseException:
+        await events.aclose()
+        raise
+
+    async def body() -> AsyncGenerator[str, None]:
+        try:
+            yield first
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()
+
+    def close(finished: bool) -> None:
+        if session_id:
+            gateway.sessions.remember(session_id, loop.tools.discovered)
+        _log_request(request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
+
+    return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
