@@ -7,15 +7,17 @@ the gateway sent, so they can assert on exactly what went upstream.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 
@@ -71,4 +73,31 @@ class ScriptedUpstream:
             reply = self.replies.pop(0) if self.replies else None
         if reply is None:
             return JSONResponse({"error": {"message": "script exhausted", "type": "test_error"}}, status_code=500)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(_as_stream(reply, include_usage), media_type="text/event-stream")
         return JSONResponse(reply)
+
+
+def _as_stream(reply: dict[str, Any], include_usage: bool) -> Iterator[str]:
+    """A scripted completion as OpenAI streams it: words of content, tool calls in fragments, usage last."""
+    base = {key: reply[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = reply["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': finish}]})}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for word in re.findall(r"\S+\s*", message.get("content") or ""):
+        yield chunk({"content": word})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        yield chunk({"tool_calls": [{**head, "function": {**head["function"], "arguments": arguments[:half]}}]})
+        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]})
+    yield chunk({}, choice["finish_reason"])
+    if include_usage and reply.get("usage"):
+        yield f"data: {json.dumps({**base, 'choices': [], 'usage': reply['usage']})}\n\n"
+    yield "data: [DONE]\n\n"

@@ -179,3 +179,35 @@ def test_bad_bodies_get_openai_errors(client: openai.OpenAI, gateway: str) -> No
         f"{gateway}/v1/chat/completions", content=b"{oops", headers={"content-type": "application/json"}
     )
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
+
+
+def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+    script = (
+        completion(calls=[("search_tools", {"query": "exchange rates currency"})], usage=(50, 5)),
+        completion(calls=[("finance__convert_currency", {"amount": 10, "from_currency": "EUR", "to_currency": "USD"})]),
+        completion("Ten euros are about 10.87 US dollars today.", usage=(70, 7)),
+    )
+    upstream.script(*script)
+    stream = client.chat.completions.create(
+        model="fast",
+        messages=[{"role": "user", "content": "10 EUR in USD?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+    assert text == "Ten euros are about 10.87 US dollars today."
+    assert len([chunk for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]) >= 5
+    assert len({chunk.id for chunk in chunks}) == 1
+    assert [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices and chunk.choices[0].finish_reason] == [
+        "stop"
+    ]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == 55 + 15 + 77
+    assert all(request["stream"] is True for request in upstream.requests)
+    converted = upstream.requests[2]["messages"][-1]["content"]
+    assert "USD" in converted and not converted.startswith("Error")
+
+    upstream.script(*script)
+    plain = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "10 EUR in USD?"}])
+    assert plain.choices[0].message.content == text
