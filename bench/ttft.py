@@ -1,0 +1,156 @@
+"""Time to first content byte: through the gateway vs straight to the same local streaming upstream.
+
+Starts a minimal OpenAI-compatible streaming upstream and `toolsift serve` (on the bundled demo's example
+servers, so every request builds its tool list and manifest) as separate processes, then sends interleaved
+streaming requests to each and reports p50/p99 of both and the gateway's overhead, measured in one run.
+
+    python bench/ttft.py [--requests 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+UPSTREAM_APP = """
+import json, sys
+import uvicorn
+
+CHUNKS = ["Hello", " from", " a", " fast", " upstream", "."]
+BASE = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench-model"}
+
+def event(delta, finish=None):
+    body = {**BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return ("data: " + json.dumps(body) + "\\n\\n").encode()
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    await send({"type": "http.response.body", "body": event({"role": "assistant", "content": ""}), "more_body": True})
+    for text in CHUNKS:
+        await send({"type": "http.response.body", "body": event({"content": text}), "more_body": True})
+    await send({"type": "http.response.body", "body": event({}, "stop") + b"data: [DONE]\\n\\n", "more_body": False})
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"process for {url} exited early")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not come up")
+
+
+def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object]) -> float:
+    """Seconds from sending the request to the first chunk that carries content."""
+    started = time.perf_counter()
+    elapsed: float | None = None
+    with client.stream("POST", url, json=body) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            compact = line.replace(" ", "")
+            if elapsed is None and '"content":"' in compact and '"content":""' not in compact:
+                elapsed = time.perf_counter() - started
+    if elapsed is None:
+        raise RuntimeError(f"no content from {url}")
+    return elapsed
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=300, help="requests to each target (default 300)")
+    args = parser.parse_args()
+
+    upstream_port, gateway_port = free_port(), free_port()
+    config = json.loads((ROOT / "config.json").read_text())
+    for server in config["mcpServers"].values():
+        server["args"] = [str(ROOT / arg) for arg in server["args"]]
+    workdir = Path(tempfile.mkdtemp(prefix="toolsift-ttft-"))
+    (workdir / "config.json").write_text(json.dumps(config))
+    env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
+    upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM_APP, str(upstream_port)])
+    toolsift = Path(sys.executable).parent / "toolsift"
+    gateway = subprocess.Popen(
+        [
+            str(toolsift),
+            "serve",
+            "--config",
+            str(workdir / "config.json"),
+            "--port",
+            str(gateway_port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
+        wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
+        body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "Say hello."}]}
+        targets = {
+            "direct": f"http://127.0.0.1:{upstream_port}/v1/chat/completions",
+            "gateway": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
+        }
+        samples: dict[str, list[float]] = {name: [] for name in targets}
+        with httpx.Client(timeout=30) as client:
+            for url in targets.values():  # warm-up: connections, imports, first-request caches
+                for _ in range(20):
+                    first_content_seconds(client, url, body)
+            for _ in range(args.requests):
+                for name, url in targets.items():
+                    samples[name].append(first_content_seconds(client, url, body))
+    finally:
+        gateway.terminate()
+        upstream.terminate()
+        gateway.wait(15)
+        upstream.wait(15)
+
+    print(f"Time to first content byte, {args.requests} interleaved streaming requests each (ms)\n")
+    print(f"{'target':<10} {'p50':>8} {'p99':>8} {'mean':>8}")
+    for name, values in samples.items():
+        ms = [value * 1000 for value in values]
+        print(f"{name:<10} {percentile(ms, 0.5):>8.2f} {percentile(ms, 0.99):>8.2f} {statistics.fmean(ms):>8.2f}")
+    direct = [value * 1000 for value in samples["direct"]]
+    through = [value * 1000 for value in samples["gateway"]]
+    overhead_p50 = percentile(through, 0.5) - percentile(direct, 0.5)
+    overhead_p99 = percentile(through, 0.99) - percentile(direct, 0.99)
+    print(f"\noverhead   p50 {overhead_p50:+.2f} ms, p99 {overhead_p99:+.2f} ms (target: p50 under 5 ms)")
+
+
+if __name__ == "__main__":
+    main()
