@@ -44,7 +44,14 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         "defer_loading": True,
     }
     config["tool_sets"]["clock"] = {"description": "time only", "servers": {"time": True}}
-    path = tmp_path_factory.mktemp("gateway") / "config.json"
+    workdir = tmp_path_factory.mktemp("gateway")
+    config["mcpServers"]["slow"] = {
+        "command": "python",
+        "args": [str(ROOT / "tests" / "servers" / "slow.py")],
+        "env": {"SLOW_MARKER": str(workdir / "slow-marker.txt")},
+    }
+    config["stream_keepalive_seconds"] = 0.3
+    path = workdir / "config.json"
     path.write_text(json.dumps(config))
     port = free_port()
     env = {**os.environ, "OPENAI_API_KEY": "sk-integration-secret", "OPENAI_BASE_URL": upstream.base_url}
@@ -87,7 +94,7 @@ def test_health_reports_every_server_up_before_the_port_opened(gateway: str) -> 
     health = httpx.get(f"{gateway}/healthz").json()
     assert health["status"] == "ok"
     counts = {name: server["tools"] for name, server in health["servers"].items()}
-    assert counts == {"weather": 4, "notes": 9, "calendar": 8, "finance": 7, "textkit": 11, "time": 2}
+    assert counts == {"weather": 4, "notes": 9, "calendar": 8, "finance": 7, "textkit": 11, "time": 2, "slow": 1}
     assert all(server["state"] == "up" and server["transport"] == "stdio" for server in health["servers"].values())
 
 
@@ -109,12 +116,13 @@ def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstre
         "weather__get_forecast",
         "weather__get_alerts",
         "weather__get_air_quality",
+        "slow__long_report",
         "search_tools",
     ]
     assert upstream.requests[0]["model"] == "gpt-4.1-mini"
     assert upstream.headers[0]["authorization"] == "Bearer sk-integration-secret"
     second = upstream.tool_names(1)
-    assert second[:5] == first and "notes__create_note" in second[5:]
+    assert second[:6] == first and "notes__create_note" in second[6:]
     created = json.loads(upstream.requests[2]["messages"][-1]["content"])
     assert created["title"] == "Groceries" and created["id"].startswith("note-")
 
@@ -211,3 +219,21 @@ def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI,
     upstream.script(*script)
     plain = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "10 EUR in USD?"}])
     assert plain.choices[0].message.content == text
+
+
+def test_disconnect_mid_stream_cancels_the_running_mcp_call(
+    gateway: str, upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    marker = next(Path(tmp_path_factory.getbasetemp()).glob("gateway*")) / "slow-marker.txt"
+    upstream.script(completion(calls=[("slow__long_report", {"topic": "tides"})]), completion("never sent"))
+    body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "report"}]}
+    with httpx.stream("POST", f"{gateway}/v1/chat/completions", json=body, timeout=10) as response:
+        for line in response.iter_lines():
+            if line.startswith(": keep-alive"):
+                break  # the tool is running: hang up
+    deadline = time.monotonic() + 10
+    while marker.read_text() != "cancelled" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.read_text() == "cancelled"
+    time.sleep(0.5)
+    assert len(upstream.requests) == 1, "no further upstream round after the client left"
