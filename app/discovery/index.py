@@ -115,7 +115,7 @@ class ToolIndex:
         self._documents = [document_tokens(entry) for entry in self.entries]
         self._bm25 = BM25Okapi(self._documents) if self.entries else None
 
-    def rank(self, query: str, server: str | None = None) -> list[tuple[ToolEntry, float]]:
+    def rank(self, query: str) -> list[tuple[ToolEntry, float]]:
         """Tools matching `query`, best first; only positive scores."""
         terms = tokenize(query)
         if not terms or self._bm25 is None:
@@ -125,10 +125,6 @@ class ToolIndex:
             # Tiny corpora give every term a zero or negative IDF; fall back to counting shared words.
             wanted = set(terms)
             scores = [float(len(wanted.intersection(document))) for document in self._documents]
-        ranked = [
-            (entry, score)
-            for entry, score in zip(self.entries, scores, strict=True)
-            if score > 0.0 and (server is None or entry.server == server)
-        ]
+        ranked = [(entry, score) for entry, score in zip(self.entries, scores, strict=True) if score > 0.0]
         ranked.sort(key=lambda pair: pair[1], reverse=True)
         return ranked

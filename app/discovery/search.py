@@ -126,8 +126,7 @@ def _closest(name: str, server: str | None, discovery: Discovery) -> str:
     candidates = {entry.name for entry in pool} | {entry.original_name for entry in pool}
     close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
     if not close:
-        ranked = discovery.index.rank(name, None)
-        close = [entry.name for entry, _ in ranked[:3] if server is None or entry in pool]
+        close = [entry.name for entry in rank_tools(discovery, name, server, 3)]
     return f" Closest matches: {', '.join(close)}." if close else " Try a 'query' with keywords instead."
 
 
@@ -135,19 +134,35 @@ def _scope(server: str | None) -> str:
     return f" on server '{server}'" if server else ""
 
 
+def rank_tools(
+    discovery: Discovery,
+    query: str,
+    server: str | None,
+    limit: int,
+    skip: Callable[[str], bool] = lambda name: False,
+    skipped: list[ToolEntry] | None = None,
+) -> list[ToolEntry]:
+    """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots."""
+    allowed = set(map(id, discovery.by_group[server])) if server is not None else None
+    found: list[ToolEntry] = []
+    for entry, _score in discovery.index.rank(query):
+        if allowed is not None and id(entry) not in allowed:
+            continue
+        if skip(entry.name):
+            if skipped is not None:
+                skipped.append(entry)
+            continue
+        found.append(entry)
+        if len(found) >= limit:
+            break
+    return found
+
+
 def _by_query(
     query: str, server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool], limit: int
 ) -> SearchOutcome:
-    ranked = discovery.index.rank(query, None)
-    if server is not None:
-        allowed = discovery.by_group[server]
-        ranked = [(entry, score) for entry, score in ranked if entry in allowed]
-    fresh: list[ToolEntry] = []
     already: list[ToolEntry] = []
-    for entry, _score in ranked:
-        if len(fresh) >= limit:
-            break
-        (already if is_loaded(entry.name) else fresh).append(entry)
+    fresh = rank_tools(discovery, query, server, limit, is_loaded, already)
     if not fresh and not already:
         hint = f" Servers: {', '.join(discovery.by_group)}." if discovery.by_group else ""
         return SearchOutcome(

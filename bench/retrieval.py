@@ -1,0 +1,153 @@
+"""Retrieval quality of `search_tools` on a tool-retrieval data file, with the seed PRD's plain BM25 as baseline.
+
+Every tool of the file is indexed as one deferred catalog (server = the tool's server) and every query is run
+through the same ranking code `search_tools` uses. recall@k of a query is the share of its relevant groups
+(equivalent tool ids) with an id in the top k; complete-recall@5 counts queries with every group in the top 5.
+
+    python bench/retrieval.py [--data FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from rank_bm25 import BM25Okapi
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.catalog import build_catalog  # noqa: E402
+from app.config import parse_config  # noqa: E402
+from app.discovery.search import Discovery, rank_tools  # noqa: E402
+from app.request_tools import _mcp_groups  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+KS = (1, 3, 5, 10)
+Ranker = Callable[[str], list[str]]
+
+
+def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    data = json.loads(path.read_text())
+    return data["tools"], data["queries"]
+
+
+def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
+    """Index the tools as toolsift would (build time included) and rank by `search_tools`' code path."""
+    started = time.perf_counter()
+    listings: dict[str, list[Any]] = {}
+    ids: dict[tuple[str, str], str] = {}
+    for tool in tools:
+        schema = tool.get("input_schema") or {}
+        listings.setdefault(tool["server"], []).append(
+            SimpleNamespace(
+                name=tool["name"], description=tool.get("description") or "", input_schema=schema, meta=None, title=None
+            )
+        )
+        ids[(tool["server"], tool["name"])] = tool["id"]
+    servers = {name: {"command": "unused", "defer_loading": True} for name in listings}
+    config = parse_config({"mcpServers": servers}, environ={})
+    catalog = build_catalog(config, listings, version=1)
+    discovery = Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))
+    build_seconds = time.perf_counter() - started
+
+    def rank(query: str) -> list[str]:
+        return [ids[(entry.server or "", entry.original_name)] for entry in rank_tools(discovery, query, None, max(KS))]
+
+    return rank, build_seconds
+
+
+def baseline_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
+    """The seed PRD's index: `f"{name} {description}".lower().split()` with rank-bm25, positive scores only."""
+    started = time.perf_counter()
+    corpus = [f"{tool['name']} {tool.get('description') or ''}".lower().split() for tool in tools]
+    index = BM25Okapi(corpus)
+    build_seconds = time.perf_counter() - started
+
+    def rank(query: str) -> list[str]:
+        scores = index.get_scores(query.lower().split())
+        order = sorted(range(len(tools)), key=lambda i: scores[i], reverse=True)
+        return [tools[i]["id"] for i in order[: max(KS)] if scores[i] > 0]
+
+    return rank, build_seconds
+
+
+def groups_of(query: dict[str, Any]) -> list[set[str]]:
+    groups = query.get("relevant_groups") or [[tool_id] for tool_id in query["relevant"]]
+    return [set(group) for group in groups]
+
+
+def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: float) -> dict[str, Any]:
+    recalls: dict[int, list[float]] = {k: [] for k in KS}
+    reciprocal: list[float] = []
+    complete: list[float] = []
+    latencies: list[float] = []
+    for query in queries:
+        started = time.perf_counter()
+        ranked = rank(query["text"])
+        latencies.append(time.perf_counter() - started)
+        groups = groups_of(query)
+        for k in KS:
+            top = set(ranked[:k])
+            recalls[k].append(sum(1 for group in groups if group & top) / len(groups))
+        complete.append(float(all(group & set(ranked[:5]) for group in groups)))
+        first = next(
+            (position for position, tool_id in enumerate(ranked, 1) if any(tool_id in g for g in groups)), None
+        )
+        reciprocal.append(1 / first if first else 0.0)
+    latencies_ms = sorted(value * 1000 for value in latencies)
+    metrics: dict[str, Any] = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
+    metrics.update(
+        {
+            "mrr": round(statistics.fmean(reciprocal), 4),
+            "complete_recall@5": round(statistics.fmean(complete), 4),
+            "build_s": round(build_seconds, 4),
+            "mean_ms": round(statistics.fmean(latencies_ms), 3),
+            "p99_ms": round(latencies_ms[min(len(latencies_ms) - 1, round(0.99 * (len(latencies_ms) - 1)))], 3),
+            "queries": len(queries),
+        }
+    )
+    return metrics
+
+
+def report(rank: Ranker, build_seconds: float, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    parts = sorted({query["part"] for query in queries})
+    return {
+        "overall": evaluate(rank, queries, build_seconds),
+        "by_part": {part: evaluate(rank, [q for q in queries if q["part"] == part], build_seconds) for part in parts},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="data file (default: ../shared/data/...)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args()
+    if not args.data.exists():
+        raise SystemExit(f"no data file at {args.data}; pass --data FILE")
+    tools, queries = load(args.data)
+    result = report(*toolsift_ranker(tools), queries)
+    result["baseline"] = report(*baseline_ranker(tools), queries)
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"Tool retrieval on {args.data.name}: {len(tools):,} tools, {len(queries)} queries\n")
+    columns = ["recall@1", "recall@3", "recall@5", "recall@10", "mrr", "complete_recall@5", "mean_ms", "p99_ms"]
+    print(f"{'ranker':<10} {'part':<10} {'n':>4} " + " ".join(f"{c:>9}" for c in columns) + f" {'build_s':>8}")
+    for name, data in (("toolsift", result), ("baseline", result["baseline"])):
+        for part, metrics in [("overall", data["overall"]), *data["by_part"].items()]:
+            values = " ".join(f"{metrics[c]:>9.3f}" for c in columns)
+            print(f"{name:<10} {part:<10} {metrics['queries']:>4} {values} {metrics['build_s']:>8.3f}")
+    ratio = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
+    print(f"\nrecall@5 toolsift / baseline: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
