@@ -44,7 +44,10 @@ def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
     started = time.perf_counter()
     listings: dict[str, list[Any]] = {}
     ids: dict[tuple[str, str], str] = {}
+    descriptions: dict[str, str] = {}
     for tool in tools:
+        if tool.get("server_description"):
+            descriptions[tool["server"]] = tool["server_description"]
         schema = tool.get("input_schema") or {}
         listings.setdefault(tool["server"], []).append(
             SimpleNamespace(
@@ -52,7 +55,9 @@ def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
             )
         )
         ids[(tool["server"], tool["name"])] = tool["id"]
-    servers = {name: {"command": "unused", "defer_loading": True} for name in listings}
+    servers: dict[str, dict[str, Any]] = {name: {"command": "unused", "defer_loading": True} for name in listings}
+    for name, description in descriptions.items():
+        servers[name]["description"] = description  # what an MCP server says of itself (its instructions)
     config = parse_config({"mcpServers": servers}, environ={})
     catalog = build_catalog(config, listings, version=1)
     discovery = Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))

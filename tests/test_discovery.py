@@ -104,11 +104,13 @@ def test_tool_sets_true_list_exclude_false_and_errors() -> None:
 
 
 def test_tokenizer_splits_identifiers_and_stems() -> None:
-    assert tokenize("getUserProfile") == ["get", "user", "profile"]
+    assert tokenize("getUserProfile") == tokenize("get_user_profiles") == ["user", "profil"], "get is a stop word"
     assert tokenize("github__list_pull-requests") == ["github", "list", "pull", "request"]
-    assert tokenize("Create the calendar events") == ["create", "calendar", "event"]
+    assert (
+        tokenize("Create the calendar events") == tokenize("creating calendar event") == ["creat", "calendar", "event"]
+    )
     assert tokenize("HTTPServer parsing") == ["http", "server", "pars"]
-    assert tokenize("天气 预报") == ["天气", "预报"]
+    assert tokenize("天气预报") == ["天气", "气预", "预报"], "CJK runs index as character bigrams"
 
 
 def test_manifest_lists_servers_counts_and_summarises_large_ones() -> None:

@@ -1,130 +1,163 @@
-"""Keyword index over deferred tools: a tokenizer made for tool names, and BM25 over the indexed text.
+"""Keyword index over deferred tools: a tokenizer made for tool names, and field-weighted BM25 (BM25F).
 
 Tool names are identifiers (`create_calendar_event`, `getUserProfile`, `github__list_prs`), so they are split
-into words before indexing, and name words count twice: a query word that names the tool matters more than
-one that appears somewhere in a long description.
+into words; words are lower-cased, stop words dropped and stemmed (Snowball English), and runs of CJK
+characters become character bigrams so descriptions in those scripts still match. Each field of a tool
+(server, name, description, parameters, hints) has its own weight and length normalisation, and scoring walks
+an inverted index: only tools that share a word with the query are touched, so a search over thousands of
+tools costs well under a millisecond per query word.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 
-from rank_bm25 import BM25Okapi
+import snowballstemmer
 
 from app.catalog import ToolEntry
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "please",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "use",
-        "used",
-        "uses",
-        "using",
-        "was",
-        "we",
-        "what",
-        "when",
-        "which",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
+    "a about after all also am an and any are as at be been before being but by can could did do does doing for "
+    "from get had has have having he her here hers him his how i if in into is it its just let like me more most "
+    "my need needs no not now of off on once only or other our out over own please provide same she should so "
+    "some such than that the their them then there these they this those through to too under until up us use "
+    "used uses using very via want was we were what when where which while who whom why will with would you "
+    "your".split()
 )
+_STEMMER = snowballstemmer.stemmer("english")
 
 
-def _stem(word: str) -> str:
-    """Light suffix stripping so `events`/`event` and `listing`/`list` meet; never below three letters."""
-    if len(word) <= 3 or not word.isascii():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("ing") and len(word) > 5:
-        return word[:-3]
-    if word.endswith("ed") and len(word) > 4 and not word.endswith("eed"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+@lru_cache(maxsize=65536)
+def _normalise(word: str) -> tuple[str, ...]:
+    word = word.lower()
+    if word in STOP_WORDS:
+        return ()
+    if _CJK.search(word):
+        return tuple(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+    return (_STEMMER.stemWord(word),)
 
 
 def tokenize(text: str) -> list[str]:
-    """Words of `text`: identifiers split, lower-cased, stop words dropped, lightly stemmed (any script)."""
+    """Index words of `text`: identifiers split, lower-cased, stop words dropped, stemmed; CJK as bigrams."""
     spaced = _CAMEL_BOUNDARY.sub(" ", text)
-    return [_stem(word) for word in (match.lower() for match in _WORD.findall(spaced)) if word not in STOP_WORDS]
+    return [token for word in _WORD.findall(spaced) for token in _normalise(word)]
 
 
-def document_tokens(entry: ToolEntry) -> list[str]:
-    name_words = tokenize(entry.original_name)
-    parameter_names = " ".join(entry.parameters.get("properties", {}) or {})
-    return [
-        *tokenize(entry.server or ""),
-        *name_words,
-        *name_words,
-        *tokenize(entry.description),
-        *tokenize(entry.search_hint),
-        *tokenize(parameter_names),
-    ]
+@dataclass(frozen=True)
+class Field:
+    weight: float
+    length_norm: float  # BM25's b, per field
+
+
+FIELDS: dict[str, Field] = {
+    "server": Field(1.5, 0.3),
+    "name": Field(3.0, 0.3),
+    "description": Field(1.0, 0.75),
+    "parameters": Field(0.5, 0.75),
+    "hint": Field(2.0, 0.5),
+    "server_text": Field(0.3, 0.75),
+}
+K1 = 1.2
+SERVER_BOOST = 0.4  # share of the best tool score added for the best-matching server (scaled for the others)
+
+
+def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]:
+    properties = entry.parameters.get("properties") or {}
+    parameter_text = " ".join(
+        f"{name} {spec.get('description', '') if isinstance(spec, dict) else ''}" for name, spec in properties.items()
+    )
+    return {
+        "server": tokenize(entry.server or ""),
+        "name": tokenize(entry.original_name),
+        "description": tokenize(entry.description),
+        "parameters": tokenize(parameter_text),
+        "hint": tokenize(entry.search_hint),
+        "server_text": tokenize(server_text),
+    }
 
 
 class ToolIndex:
-    """BM25 over a fixed list of tools; built once per catalog version and shared by requests."""
+    """BM25F over a fixed list of tools; built once per catalog version and shared by requests."""
 
-    def __init__(self, entries: Sequence[ToolEntry]) -> None:
+    def __init__(self, entries: Sequence[ToolEntry], server_text: Mapping[str, str] | None = None) -> None:
         self.entries = list(entries)
-        self._documents = [document_tokens(entry) for entry in self.entries]
-        self._bm25 = BM25Okapi(self._documents) if self.entries else None
+        server_text = server_text or {}
+        documents = [tool_fields(entry, server_text.get(entry.server or "", "")) for entry in self.entries]
+        average = {
+            name: (sum(len(doc[name]) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
+            for name in FIELDS
+        }
+        weighted: list[dict[str, float]] = []  # per tool: term -> field-weighted, length-normalised frequency
+        for doc in documents:
+            frequencies: dict[str, float] = {}
+            for name, field in FIELDS.items():
+                tokens = doc[name]
+                if not tokens:
+                    continue
+                norm = (1 - field.length_norm) + field.length_norm * len(tokens) / average[name]
+                for term, count in Counter(tokens).items():
+                    frequencies[term] = frequencies.get(term, 0.0) + field.weight * count / norm
+            weighted.append(frequencies)
+        total = len(self.entries)
+        self._postings: dict[str, list[tuple[int, float]]] = {}
+        for position, frequencies in enumerate(weighted):
+            for term, frequency in frequencies.items():
+                self._postings.setdefault(term, []).append((position, frequency / (K1 + frequency)))
+        self._idf = _idf(self._postings, total)
+        # Tasks usually need several tools of one server, so each server is also a document (its name, text and
+        # all its tools' names and descriptions) and a tool is lifted by how well its server matches.
+        servers: dict[str, list[str]] = {}
+        for entry, doc in zip(self.entries, documents, strict=True):
+            words = servers.setdefault(entry.server or "", [*doc["server"], *doc["server_text"]])
+            words.extend(doc["name"] + doc["description"])
+        position_of = {name: position for position, name in enumerate(servers)}
+        self._server_of = [position_of[entry.server or ""] for entry in self.entries]
+        self._server_postings = _saturated_postings(list(servers.values()), 0.75)
+        self._server_idf = _idf(self._server_postings, len(servers))
 
     def rank(self, query: str) -> list[tuple[ToolEntry, float]]:
-        """Tools matching `query`, best first; only positive scores."""
-        terms = tokenize(query)
-        if not terms or self._bm25 is None:
-            return []
-        scores = list(self._bm25.get_scores(terms))
-        if max(scores, default=0.0) <= 0.0:
-            # Tiny corpora give every term a zero or negative IDF; fall back to counting shared words.
-            wanted = set(terms)
-            scores = [float(len(wanted.intersection(document))) for document in self._documents]
-        ranked = [(entry, score) for entry, score in zip(self.entries, scores, strict=True) if score > 0.0]
-        ranked.sort(key=lambda pair: pair[1], reverse=True)
-        return ranked
+        """Tools sharing a word with `query`, best first."""
+        terms = set(tokenize(query))
+        scores = _score(terms, self._postings, self._idf)
+        if scores:
+            server_scores = _score(terms, self._server_postings, self._server_idf)
+            best_server = max(server_scores.values(), default=0.0)
+            if best_server > 0:
+                lift = SERVER_BOOST * max(scores.values()) / best_server
+                for position in scores:
+                    scores[position] += lift * server_scores.get(self._server_of[position], 0.0)
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return [(self.entries[position], score) for position, score in ranked]
+
+
+def _saturated_postings(documents: list[list[str]], length_norm: float) -> dict[str, list[tuple[int, float]]]:
+    average = (sum(len(doc) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for position, doc in enumerate(documents):
+        norm = (1 - length_norm) + length_norm * len(doc) / average
+        for term, count in Counter(doc).items():
+            frequency = count / norm
+            postings.setdefault(term, []).append((position, frequency / (K1 + frequency)))
+    return postings
+
+
+def _idf(postings: Mapping[str, list[tuple[int, float]]], total: int) -> dict[str, float]:
+    return {term: math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5)) for term, found in postings.items()}
+
+
+def _score(
+    terms: set[str], postings: Mapping[str, list[tuple[int, float]]], idf: Mapping[str, float]
+) -> dict[int, float]:
+    scores: dict[int, float] = {}
+    for term in terms:
+        for position, saturated in postings.get(term, ()):
+            scores[position] = scores.get(position, 0.0) + idf[term] * saturated
+    return scores

@@ -36,7 +36,7 @@ class Discovery:
             by_original.setdefault(entry.original_name, []).append(entry)
         return cls(
             groups=tuple(groups),
-            index=ToolIndex(entries),
+            index=ToolIndex(entries, {group.label: group.summary for group in groups}),
             definition=search_tool_definition(groups),
             by_name={entry.name: entry for entry in entries},
             by_original_name=by_original,
