@@ -90,6 +90,7 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
             continue
         server_deferred = discovery.enabled and (discovery.defer_all or server_config.defer_loading)
         entries: list[ToolEntry] = []
+        hints = config.tool_hints.get(server_name, {})
         for tool in listings[server_name]:
             meta = getattr(tool, "meta", None) or {}
             name = exposed_name(server_name, tool.name, taken)
@@ -103,7 +104,7 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
                 description=description,
                 parameters=parameters,
                 deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True,
-                search_hint=str(meta.get(SEARCH_HINT_META) or ""),
+                search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
                 definition=openai_definition(name, description, parameters),
             )
             entries.append(entry)

@@ -125,6 +125,7 @@ class Config(_Strict):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
     tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
+    tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
@@ -168,6 +169,9 @@ class Config(_Strict):
                         f"tool_sets.{set_name}.servers: unknown server {server!r}; "
                         f"servers are {_names(self.mcp_servers)}"
                     )
+        for server in self.tool_hints:
+            if server not in self.mcp_servers:
+                problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(self.mcp_servers)}")
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -167,3 +167,40 @@ def test_query_skips_loaded_tools_so_they_do_not_waste_slots() -> None:
     text, found = _search({"query": "currency exchange"}, loaded={"finance__convert_currency"})
     assert "finance__convert_currency" not in found and "finance__get_exchange_rates" in found
     assert "Already loaded (call directly): finance__convert_currency" in text
+
+
+def test_select_form_loads_exact_names_and_suggests_for_unknown() -> None:
+    text, found = _search({"query": "select:create_note, finance__get_exchange_rates,nope_tool"})
+    assert found == ["notes__create_note", "finance__get_exchange_rates"]
+    assert "No tool named 'nope_tool'" in text
+
+
+def test_a_query_that_is_one_tool_name_loads_that_tool() -> None:
+    assert _search({"query": "calculate_loan_payment"})[1] == ["finance__calculate_loan_payment"]
+    assert _search({"query": "notes__search_notes"})[1] == ["notes__search_notes"]
+
+
+def test_plus_term_is_required() -> None:
+    _, found = _search({"query": "note currency +delete"})
+    assert found == ["notes__delete_note"]
+    _, found = _search({"query": "+teleport note"})
+    assert found == []
+
+
+def test_hints_from_config_and_meta_are_searchable() -> None:
+    listings = {
+        **LISTINGS,
+        "finance": [
+            SimpleNamespace(
+                **{**vars(LISTINGS["finance"][2]), "meta": {"anthropic/searchHint": "mortgage amortization"}}
+            ),
+            *LISTINGS["finance"][:2],
+        ],
+    }
+    config = make_config(tool_hints={"notes": {"search_notes": "grep memo lookup"}})
+    catalog = build_catalog(config, listings, version=1)
+    discovery = _discovery(catalog)
+    found = run_search({"query": "mortgage"}, discovery, lambda n: False, 5).found
+    assert [entry.name for entry in found] == ["finance__calculate_loan_payment"]
+    found = run_search({"query": "memo lookup"}, discovery, lambda n: False, 5).found
+    assert found[0].name == "notes__search_notes"

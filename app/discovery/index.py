@@ -95,6 +95,11 @@ class ToolIndex:
             name: (sum(len(doc[name]) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
             for name in FIELDS
         }
+        # A tool's own words (not its server's text, which every tool of the server shares), for `+word` filters.
+        self._words = [
+            frozenset(word for name, words in doc.items() if name != "server_text" for word in words)
+            for doc in documents
+        ]
         weighted: list[dict[str, float]] = []  # per tool: term -> field-weighted, length-normalised frequency
         for doc in documents:
             frequencies: dict[str, float] = {}
@@ -123,10 +128,13 @@ class ToolIndex:
         self._server_postings = _saturated_postings(list(servers.values()), 0.75)
         self._server_idf = _idf(self._server_postings, len(servers))
 
-    def rank(self, query: str) -> list[tuple[ToolEntry, float]]:
-        """Tools sharing a word with `query`, best first."""
+    def rank(self, query: str, required: Sequence[str] = ()) -> list[tuple[ToolEntry, float]]:
+        """Tools sharing a word with `query`, best first; with `required` words, only tools that have them all."""
         terms = set(tokenize(query))
         scores = _score(terms, self._postings, self._idf)
+        must = {word for text in required for word in tokenize(text)}
+        if must:
+            scores = {position: score for position, score in scores.items() if must <= self._words[position]}
         if scores:
             server_scores = _score(terms, self._server_postings, self._server_idf)
             best_server = max(server_scores.values(), default=0.0)

@@ -58,7 +58,10 @@ def search_tool_definition(groups: Sequence[ManifestGroup]) -> dict[str, Any]:
                 "properties": {
                     "query": {
                         "type": "string",
-                        "description": "Keywords for the capability you need, e.g. 'create calendar event'.",
+                        "description": (
+                            "Keywords for the capability you need, e.g. 'create calendar event'. "
+                            "'+word' requires a word; 'select:a,b' loads tools by name."
+                        ),
                     },
                     "server_name": {
                         "type": "string",

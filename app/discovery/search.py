@@ -76,6 +76,8 @@ def run_search(
         valid = ", ".join(discovery.by_group) or "(none)"
         return SearchOutcome(f"Error: Unknown server '{server}'. Servers you can search: {valid}.", [])
     limit = max(1, min(limit, SEARCH_RESULTS_HARD_CAP))
+    if names is None and query is not None:
+        names = _names_in_query(query, server, discovery)
     if names is not None:
         return _by_names(names, server, discovery, is_loaded)
     if query is not None:
@@ -91,6 +93,15 @@ def _check_types(query: Any, server: Any, names: Any) -> str | None:
         return "'server_name' must be a string."
     if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
         return "'tool_names' must be an array of strings."
+    return None
+
+
+def _names_in_query(query: str, server: str | None, discovery: Discovery) -> list[str] | None:
+    """`select:a,b` names tools outright; so does a query that is exactly one tool's name."""
+    if query.lower().startswith("select:"):
+        return [name.strip() for name in query[len("select:") :].split(",") if name.strip()]
+    if " " not in query and len(_resolve_name(query, server, discovery)) == 1:
+        return [query]
     return None
 
 
@@ -142,10 +153,16 @@ def rank_tools(
     skip: Callable[[str], bool] = lambda name: False,
     skipped: list[ToolEntry] | None = None,
 ) -> list[ToolEntry]:
-    """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots."""
+    """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots.
+
+    Words written `+word` are required: tools without them are dropped before ranking.
+    """
+    words = query.split()
+    required = [word[1:] for word in words if word.startswith("+") and len(word) > 1]
+    text = " ".join(word[1:] if word.startswith("+") else word for word in words)
     allowed = set(map(id, discovery.by_group[server])) if server is not None else None
     found: list[ToolEntry] = []
-    for entry, _score in discovery.index.rank(query):
+    for entry, _score in discovery.index.rank(text, required):
         if allowed is not None and id(entry) not in allowed:
             continue
         if skip(entry.name):
