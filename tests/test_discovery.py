@@ -204,3 +204,7 @@ def test_hints_from_config_and_meta_are_searchable() -> None:
     assert [entry.name for entry in found] == ["finance__calculate_loan_payment"]
     found = run_search({"query": "memo lookup"}, discovery, lambda n: False, 5).found
     assert found[0].name == "notes__search_notes"
+
+
+def test_a_phone_number_is_not_a_required_word() -> None:
+    assert _search({"query": "convert currency for +15551234"})[1][0] == "finance__convert_currency"

@@ -7,6 +7,7 @@ try next (valid servers, closest names, a different query). Nothing here raises 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import ManifestGroup, search_tool_definition
+
+_REQUIRED = re.compile(r"\+[^\W\d_]")
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,12 @@ def rank_tools(
 ) -> list[ToolEntry]:
     """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots.
 
-    Words written `+word` are required: tools without them are dropped before ranking.
+    Words written `+word` are required: tools without them are dropped before ranking. Only a letter after
+    the `+` makes a requirement, so phone numbers such as +15551234 in a task stay plain words.
     """
     words = query.split()
-    required = [word[1:] for word in words if word.startswith("+") and len(word) > 1]
-    text = " ".join(word[1:] if word.startswith("+") else word for word in words)
+    required = [word[1:] for word in words if _REQUIRED.match(word)]
+    text = " ".join(word[1:] if _REQUIRED.match(word) else word for word in words)
     allowed = set(map(id, discovery.by_group[server])) if server is not None else None
     found: list[ToolEntry] = []
     for entry, _score in discovery.index.rank(text, required):
