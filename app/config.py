@@ -99,6 +99,7 @@ class ToolDiscoveryConfig(_Strict):
     enabled: bool = True
     defer_all: bool = False
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
+    manifest_max_tokens: int = Field(1000, ge=100)
 
 
 class ExcludeSpec(_Strict):

@@ -19,7 +19,7 @@ class Gateway:
         self.config = config
         self.mcp = McpManager(config, mcp_targets)
         self.router = Router(config)
-        self.discovery = DiscoveryCache()
+        self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens)
         self.sessions = SessionStore(config.sessions.ttl_seconds, config.sessions.max_sessions)
 
     async def start(self) -> None:

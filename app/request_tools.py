@@ -13,7 +13,7 @@ from typing import Any
 
 from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
 from app.config import Config
-from app.discovery.manifest import ManifestGroup
+from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery, SearchOutcome, run_search
 from app.protocol import ChatCompletionRequest
 
@@ -31,7 +31,8 @@ class ToolKind(Enum):
 class DiscoveryCache:
     """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it."""
 
-    def __init__(self) -> None:
+    def __init__(self, manifest_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        self.manifest_max_tokens = manifest_max_tokens
         self._version = -1
         self._by_tool_set: dict[str | None, Discovery | None] = {}
 
@@ -39,14 +40,14 @@ class DiscoveryCache:
         if catalog.version != self._version:
             self._version, self._by_tool_set = catalog.version, {}
         if tool_set not in self._by_tool_set:
-            self._by_tool_set[tool_set] = _build_mcp_discovery(catalog, deferred)
+            self._by_tool_set[tool_set] = _build_mcp_discovery(catalog, deferred, self.manifest_max_tokens)
         return self._by_tool_set[tool_set]
 
 
-def _build_mcp_discovery(catalog: Catalog, deferred: list[ToolEntry]) -> Discovery | None:
+def _build_mcp_discovery(catalog: Catalog, deferred: list[ToolEntry], max_tokens: int) -> Discovery | None:
     if not deferred:
         return None
-    return Discovery.build(_mcp_groups(catalog, deferred))
+    return Discovery.build(_mcp_groups(catalog, deferred), max_tokens)
 
 
 def _mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
@@ -129,7 +130,7 @@ def prepare_request_tools(
             *(discovery.groups if discovery else ()),
             ManifestGroup(label, "Tools of the calling application", deferred_client),
         ]
-        discovery = Discovery.build(groups)
+        discovery = Discovery.build(groups, config.tool_discovery.manifest_max_tokens)
     if not enabled:
         discovery = None
     return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)

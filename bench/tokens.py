@@ -41,7 +41,9 @@ def first_call_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[i
             update={"tool_discovery": config.tool_discovery.model_copy(update={"enabled": enabled})}
         )
         catalog = build_catalog(variant, listings, version=1)
-        request_tools = prepare_request_tools(catalog, variant, REQUEST, DiscoveryCache())
+        request_tools = prepare_request_tools(
+            catalog, variant, REQUEST, DiscoveryCache(variant.tool_discovery.manifest_max_tokens)
+        )
         results.append((tokens.count_tools(request_tools.definitions()), len(request_tools.loaded_names)))
     return results[0][0], results[1][0], results[1][1]
 

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from app.catalog import Catalog, build_catalog, exposed_name, select_mcp_tools
+from app import tokens
+from app.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
 from app.discovery.index import tokenize
+from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
 from app.protocol import GatewayError
 from app.request_tools import _mcp_groups
@@ -113,11 +115,40 @@ def test_tokenizer_splits_identifiers_and_stems() -> None:
     assert tokenize("天气预报") == ["天气", "气预", "预报"], "CJK runs index as character bigrams"
 
 
-def test_manifest_lists_servers_counts_and_summarises_large_ones() -> None:
+def test_manifest_lists_every_tool_of_a_small_setup() -> None:
     description = _discovery(_catalog()).definition["function"]["description"]
     assert "- notes (3 tools): create_note, delete_note, search_notes" in description
-    assert "- textkit (12 tools): tool_0, tool_1, tool_2, tool_3, tool_4, ... and 7 more" in description
+    assert "- textkit (12 tools): tool_0, tool_1, tool_2, tool_3, tool_4, tool_5, " in description
     assert "weather" not in description.split("<manifest>")[1], "loaded servers are not in the manifest"
+
+
+def _big_groups(servers: int, tools_each: int) -> list[ManifestGroup]:
+    groups = []
+    for s in range(servers):
+        entries = [
+            ToolEntry(
+                f"srv{s}__op{t}", f"common_op_{t}" if t else f"rare_word_{s}_spectrograph", f"srv{s}", "d", {}, True
+            )
+            for t in range(tools_each)
+        ]
+        groups.append(
+            ManifestGroup(f"srv{s}", f"Server number {s} that does many useful things for its users", entries)
+        )
+    return groups
+
+
+def test_manifest_sheds_detail_to_stay_within_its_token_budget() -> None:
+    groups = _big_groups(12, 20)
+    discovery = Discovery.build(groups, manifest_max_tokens=1000)
+    text = manifest_text(groups, 1000, discovery.index.name_distinctiveness)
+    assert tokens.count_text(text) <= 1000
+    assert "- srv0 (20 tools): rare_word_0_spectrograph" in text, "the most distinctive name comes first"
+    assert "... and 15 more" in text
+    tight = manifest_text(_big_groups(400, 3), 300)
+    assert tokens.count_text(tight) <= 300
+    assert tight.splitlines()[-1].startswith("... and ") and tight.splitlines()[-1].endswith(
+        "search by keyword to reach their tools"
+    )
 
 
 def test_query_ranks_the_right_tool_first() -> None:

@@ -117,6 +117,10 @@ class ToolIndex:
             for term, frequency in frequencies.items():
                 self._postings.setdefault(term, []).append((position, frequency / (K1 + frequency)))
         self._idf = _idf(self._postings, total)
+        self._name_weight = {
+            id(entry): sum(self._idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
+            for entry, doc in zip(self.entries, documents, strict=True)
+        }
         # Tasks usually need several tools of one server, so each server is also a document (its name, text and
         # all its tools' names and descriptions) and a tool is lifted by how well its server matches.
         servers: dict[str, list[str]] = {}
@@ -127,6 +131,10 @@ class ToolIndex:
         self._server_of = [position_of[entry.server or ""] for entry in self.entries]
         self._server_postings = _saturated_postings(list(servers.values()), 0.75)
         self._server_idf = _idf(self._server_postings, len(servers))
+
+    def name_distinctiveness(self, entry: ToolEntry) -> float:
+        """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""
+        return self._name_weight.get(id(entry), 0.0)
 
     def rank(self, query: str, required: Sequence[str] = ()) -> list[tuple[ToolEntry, float]]:
         """Tools sharing a word with `query`, best first; with `required` words, only tools that have them all."""

@@ -1,20 +1,22 @@
 """The manifest: a compact list of deferred servers and tools, carried in `search_tools`' description.
 
 The model cannot search for what it does not know exists, so it sees every deferred server with its tool
-count, tool names (the first few for large servers) and a one-line summary: enough to pick a query or to ask
-for exact names, at a fraction of the full definitions' tokens.
+count, tool names and a one-line summary: enough to pick a query or to ask for exact names, at a fraction of
+the full definitions' tokens. A token budget keeps it bounded at thousands of tools: detail is shed step by
+step (fewer names, most distinctive first; shorter summaries; then names and counts only), so small setups
+still list every tool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app import tokens
 from app.catalog import SEARCH_TOOL_NAME, ToolEntry
 
-LIST_ALL_NAMES_UP_TO = 10
-NAMES_SHOWN_WHEN_LARGE = 5
+DEFAULT_MAX_TOKENS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,27 +28,88 @@ class ManifestGroup:
     tools: Sequence[ToolEntry]
 
 
-def manifest_text(groups: Sequence[ManifestGroup]) -> str:
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """How much of each server one rendering shows."""
+
+    names: int | None  # tool names per server (None: all of them)
+    summary_chars: int | None  # summary length (None: whole; 0: none)
+
+
+# From most to least detailed; the first that fits the token budget wins. Small setups fit the first.
+DETAILS = (
+    Detail(None, None),
+    Detail(5, None),
+    Detail(3, 80),
+    Detail(0, 60),
+    Detail(0, 0),
+)
+
+
+def manifest_text(
+    groups: Sequence[ManifestGroup],
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    distinctiveness: Callable[[ToolEntry], float] | None = None,
+) -> str:
+    """The most detailed manifest within `max_tokens`: names ordered most distinctive first when shortened."""
+    ordered = [_by_distinctiveness(group, distinctiveness) for group in groups]
+    for detail in DETAILS:
+        text = "\n".join(_render(group, shortened, detail) for group, shortened in zip(groups, ordered, strict=True))
+        if tokens.count_text(text) <= max_tokens:
+            return text
+    return _fit_servers(groups, max_tokens)
+
+
+def _by_distinctiveness(group: ManifestGroup, distinctiveness: Callable[[ToolEntry], float] | None) -> list[str]:
+    entries = list(group.tools)
+    if distinctiveness is not None:
+        entries.sort(key=distinctiveness, reverse=True)
+    return [entry.original_name for entry in entries]
+
+
+def _render(group: ManifestGroup, shortened: list[str], detail: Detail) -> str:
+    count = len(group.tools)
+    head = f"- {group.label} ({count} tool{'' if count == 1 else 's'})"
+    if detail.names is None:
+        head += ": " + ", ".join(entry.original_name for entry in group.tools)
+    elif detail.names > 0:
+        shown = shortened[: detail.names]
+        rest = count - len(shown)
+        head += ": " + ", ".join(shown) + (f", ... and {rest} more" if rest else "")
+    summary = group.summary
+    if detail.summary_chars == 0 or not summary:
+        return head
+    if detail.summary_chars is not None and len(summary) > detail.summary_chars:
+        summary = summary[: detail.summary_chars - 3].rstrip() + "..."
+    return f"{head}\n  {summary}"
+
+
+def _fit_servers(groups: Sequence[ManifestGroup], max_tokens: int) -> str:
+    """Past every detail level: as many servers (name and count) as fit, then how many more there are."""
     lines: list[str] = []
-    for group in groups:
-        names = [entry.original_name for entry in group.tools]
-        if len(names) > LIST_ALL_NAMES_UP_TO:
-            shown = ", ".join(names[:NAMES_SHOWN_WHEN_LARGE]) + f", ... and {len(names) - NAMES_SHOWN_WHEN_LARGE} more"
-        else:
-            shown = ", ".join(names)
-        noun = "tool" if len(names) == 1 else "tools"
-        lines.append(f"- {group.label} ({len(names)} {noun}): {shown}")
-        if group.summary:
-            lines.append(f"  {group.summary}")
+    used = 0
+    for index, group in enumerate(groups):
+        line = f"- {group.label} ({len(group.tools)})"
+        cost = tokens.count_text(line) + 1
+        remaining = len(groups) - index
+        if used + cost + 20 > max_tokens:
+            lines.append(f"... and {remaining} more servers: search by keyword to reach their tools")
+            break
+        lines.append(line)
+        used += cost
     return "\n".join(lines)
 
 
-def search_tool_definition(groups: Sequence[ManifestGroup]) -> dict[str, Any]:
+def search_tool_definition(
+    groups: Sequence[ManifestGroup],
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    distinctiveness: Callable[[ToolEntry], float] | None = None,
+) -> dict[str, Any]:
     description = (
         "Search for and load tool definitions that are not loaded yet. Call this before using any tool listed "
         "below; found tools become callable right after, as server__tool (e.g. "
         f"{_example_name(groups)}). Prefer tool_names when you know the names from this list.\n\n"
-        f"<manifest>\n{manifest_text(groups)}\n</manifest>"
+        f"<manifest>\n{manifest_text(groups, max_tokens, distinctiveness)}\n</manifest>"
     )
     return {
         "type": "function",

@@ -15,7 +15,7 @@ from typing import Any
 from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.index import ToolIndex
-from app.discovery.manifest import ManifestGroup, search_tool_definition
+from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, search_tool_definition
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
 
@@ -32,15 +32,16 @@ class Discovery:
     by_group: dict[str, list[ToolEntry]]
 
     @classmethod
-    def build(cls, groups: Sequence[ManifestGroup]) -> Discovery:
+    def build(cls, groups: Sequence[ManifestGroup], manifest_max_tokens: int = DEFAULT_MAX_TOKENS) -> Discovery:
         entries = [entry for group in groups for entry in group.tools]
+        index = ToolIndex(entries, {group.label: group.summary for group in groups})
         by_original: dict[str, list[ToolEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)
         return cls(
             groups=tuple(groups),
-            index=ToolIndex(entries, {group.label: group.summary for group in groups}),
-            definition=search_tool_definition(groups),
+            index=index,
+            definition=search_tool_definition(groups, manifest_max_tokens, index.name_distinctiveness),
             by_name={entry.name: entry for entry in entries},
             by_original_name=by_original,
             by_group={group.label: list(group.tools) for group in groups},
