@@ -55,7 +55,8 @@ def manifest_text(
     ordered = [_by_distinctiveness(group, distinctiveness) for group in groups]
     for detail in DETAILS:
         text = "\n".join(_render(group, shortened, detail) for group, shortened in zip(groups, ordered, strict=True))
-        if tokens.count_text(text) <= max_tokens:
+        # A token is rarely more than 8 characters, so much longer text cannot fit: skip the exact count.
+        if len(text) <= max_tokens * 8 and tokens.count_text(text) <= max_tokens:
             return text
     return _fit_servers(groups, max_tokens)
 
