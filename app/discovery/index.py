@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+import numpy as np
 import snowballstemmer
 
 from app.catalog import ToolEntry
@@ -96,10 +98,10 @@ class ToolIndex:
             for name in FIELDS
         }
         # A tool's own words (not its server's text, which every tool of the server shares), for `+word` filters.
-        self._words = [
-            frozenset(word for name, words in doc.items() if name != "server_text" for word in words)
-            for doc in documents
-        ]
+        self._own_words: dict[str, set[int]] = {}
+        for position, doc in enumerate(documents):
+            for word in {word for name, words in doc.items() if name != "server_text" for word in words}:
+                self._own_words.setdefault(word, set()).add(position)
         weighted: list[dict[str, float]] = []  # per tool: term -> field-weighted, length-normalised frequency
         for doc in documents:
             frequencies: dict[str, float] = {}
@@ -111,14 +113,9 @@ class ToolIndex:
                 for term, count in Counter(tokens).items():
                     frequencies[term] = frequencies.get(term, 0.0) + field.weight * count / norm
             weighted.append(frequencies)
-        total = len(self.entries)
-        self._postings: dict[str, list[tuple[int, float]]] = {}
-        for position, frequencies in enumerate(weighted):
-            for term, frequency in frequencies.items():
-                self._postings.setdefault(term, []).append((position, frequency / (K1 + frequency)))
-        self._idf = _idf(self._postings, total)
+        self._tools = _Postings(weighted)
         self._name_weight = {
-            id(entry): sum(self._idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
+            id(entry): sum(self._tools.idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
             for entry, doc in zip(self.entries, documents, strict=True)
         }
         # Tasks usually need several tools of one server, so each server is also a document (its name, text and
@@ -128,52 +125,63 @@ class ToolIndex:
             words = servers.setdefault(entry.server or "", [*doc["server"], *doc["server_text"]])
             words.extend(doc["name"] + doc["description"])
         position_of = {name: position for position, name in enumerate(servers)}
-        self._server_of = [position_of[entry.server or ""] for entry in self.entries]
-        self._server_postings = _saturated_postings(list(servers.values()), 0.75)
-        self._server_idf = _idf(self._server_postings, len(servers))
+        self._server_of = np.array([position_of[entry.server or ""] for entry in self.entries], dtype=np.int32)
+        average_server = sum(len(words) for words in servers.values()) / (len(servers) or 1) or 1.0
+        self._servers = _Postings(
+            [
+                {term: count / (0.25 + 0.75 * len(words) / average_server) for term, count in Counter(words).items()}
+                for words in servers.values()
+            ]
+        )
 
     def name_distinctiveness(self, entry: ToolEntry) -> float:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""
         return self._name_weight.get(id(entry), 0.0)
 
-    def rank(self, query: str, required: Sequence[str] = ()) -> list[tuple[ToolEntry, float]]:
-        """Tools sharing a word with `query`, best first; with `required` words, only tools that have them all."""
+    def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
+        """Tools sharing a word with `query`, best first (lazily); with `required` words, only tools having all."""
         terms = set(tokenize(query))
-        scores = _score(terms, self._postings, self._idf)
+        scores = self._tools.score(terms)
         must = {word for text in required for word in tokenize(text)}
         if must:
-            scores = {position: score for position, score in scores.items() if must <= self._words[position]}
-        if scores:
-            server_scores = _score(terms, self._server_postings, self._server_idf)
-            best_server = max(server_scores.values(), default=0.0)
-            if best_server > 0:
-                lift = SERVER_BOOST * max(scores.values()) / best_server
-                for position in scores:
-                    scores[position] += lift * server_scores.get(self._server_of[position], 0.0)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        return [(self.entries[position], score) for position, score in ranked]
+            allowed = set.intersection(*(self._own_words.get(word, set()) for word in must))
+            keep = np.zeros(len(self.entries), dtype=bool)
+            keep[list(allowed)] = True
+            scores[~keep] = 0.0
+        matched = np.flatnonzero(scores > 0.0)
+        if matched.size == 0:
+            return
+        server_scores = self._servers.score(terms)
+        best_server = float(server_scores.max(initial=0.0))
+        if best_server > 0.0:
+            lift = SERVER_BOOST * float(scores[matched].max()) / best_server
+            scores[matched] += lift * server_scores[self._server_of[matched]]
+        for position in matched[np.argsort(-scores[matched], kind="stable")]:
+            yield self.entries[position], float(scores[position])
 
 
-def _saturated_postings(documents: list[list[str]], length_norm: float) -> dict[str, list[tuple[int, float]]]:
-    average = (sum(len(doc) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
-    postings: dict[str, list[tuple[int, float]]] = {}
-    for position, doc in enumerate(documents):
-        norm = (1 - length_norm) + length_norm * len(doc) / average
-        for term, count in Counter(doc).items():
-            frequency = count / norm
-            postings.setdefault(term, []).append((position, frequency / (K1 + frequency)))
-    return postings
+class _Postings:
+    """Word -> (tool positions, IDF-weighted saturated frequencies) as arrays: one vector add per query word."""
 
+    def __init__(self, frequencies: list[dict[str, float]]) -> None:
+        self.size = len(frequencies)
+        collected: dict[str, tuple[list[int], list[float]]] = {}
+        for position, document in enumerate(frequencies):
+            for term, frequency in document.items():
+                positions, values = collected.setdefault(term, ([], []))
+                positions.append(position)
+                values.append(frequency / (K1 + frequency))
+        self.idf: dict[str, float] = {}
+        self.arrays: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
+        for term, (positions, values) in collected.items():
+            idf = math.log(1 + (self.size - len(positions) + 0.5) / (len(positions) + 0.5))
+            self.idf[term] = idf
+            self.arrays[term] = (np.array(positions, dtype=np.int32), np.array(values) * idf)
 
-def _idf(postings: Mapping[str, list[tuple[int, float]]], total: int) -> dict[str, float]:
-    return {term: math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5)) for term, found in postings.items()}
-
-
-def _score(
-    terms: set[str], postings: Mapping[str, list[tuple[int, float]]], idf: Mapping[str, float]
-) -> dict[int, float]:
-    scores: dict[int, float] = {}
-    for term in terms:
-        for position, saturated in postings.get(term, ()):
-            scores[position] = scores.get(position, 0.0) + idf[term] * saturated
-    return scores
+    def score(self, terms: set[str]) -> np.ndarray[Any, Any]:
+        scores = np.zeros(self.size)
+        for term in terms:
+            found = self.arrays.get(term)
+            if found is not None:
+                scores[found[0]] += found[1]
+        return scores

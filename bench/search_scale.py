@@ -1,0 +1,115 @@
+"""Search latency, index build time and memory at 100, 1,000 and 10,000 tools.
+
+Catalogs are grown from the shared tool-retrieval data: its 3,006 real tools, repeated under new server names
+(`srv2-...`) to reach 10,000, so word statistics stay realistic. Queries are the data's user tasks. Without
+the data file, tools are generated.
+
+    python bench/search_scale.py [--data PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.catalog import build_catalog  # noqa: E402
+from app.config import parse_config  # noqa: E402
+from app.discovery.search import Discovery, rank_tools  # noqa: E402
+from app.request_tools import _mcp_groups  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+SIZES = (100, 1_000, 10_000)
+
+
+def grown_catalog(tools: list[dict[str, Any]], size: int) -> dict[str, list[Any]]:
+    listings: dict[str, list[Any]] = {}
+    for index in range(size):
+        tool = tools[index % len(tools)]
+        copy = index // len(tools)
+        server = tool["server"] if copy == 0 else f"srv{copy + 1}-{tool['server']}"
+        listings.setdefault(server, []).append(
+            SimpleNamespace(
+                name=tool["name"],
+                description=tool.get("description") or "",
+                input_schema=tool.get("input_schema") or {},
+                meta=None,
+                title=None,
+            )
+        )
+    return listings
+
+
+def generated(size: int) -> tuple[list[dict[str, Any]], list[str]]:
+    verbs, nouns = (
+        ["get", "list", "create", "update", "delete", "search"],
+        ["invoice", "ticket", "order", "user", "file"],
+    )
+    tools = [
+        {
+            "server": f"service{i // 10}",
+            "name": f"{verbs[i % 6]}_{nouns[i % 5]}_{i}",
+            "description": f"{verbs[i % 6]} a {nouns[i % 5]} record in service {i // 10}",
+            "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+        }
+        for i in range(size)
+    ]
+    return tools, [f"{verbs[i % 6]} the {nouns[i % 5]} for customer {i}" for i in range(200)]
+
+
+def build(config: Any, listings: dict[str, list[Any]]) -> Discovery:
+    catalog = build_catalog(config, listings, version=1)
+    return Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    if args.data.exists():
+        data = json.loads(args.data.read_text())
+        tools, queries = data["tools"], [query["text"] for query in data["queries"]]
+        source = args.data.name
+    else:
+        tools, queries = generated(max(SIZES))
+        source = "generated tools"
+    print(f"Search at scale ({source}; {len(queries)} queries per size, k=5)\n")
+    print(f"{'tools':>7} {'build s':>8} {'memory MB':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for size in SIZES:
+        listings = grown_catalog(tools, size)
+        servers = {name: {"command": "unused", "defer_loading": True} for name in listings}
+        config = parse_config({"mcpServers": servers}, environ={})
+        gc.collect()
+        started = time.perf_counter()
+        discovery = build(config, listings)
+        build_seconds = time.perf_counter() - started
+        tracemalloc.start()  # a second build, traced: tracing slows the build, so it is not timed
+        traced = build(config, listings)
+        memory = tracemalloc.get_traced_memory()[0] / 1e6
+        tracemalloc.stop()
+        del traced
+        latencies = []
+        for query in queries:
+            begun = time.perf_counter()
+            rank_tools(discovery, query, None, 5)
+            latencies.append((time.perf_counter() - begun) * 1000)
+        latencies.sort()
+        p50 = latencies[len(latencies) // 2]
+        p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
+        mean = statistics.fmean(latencies)
+        print(f"{size:>7,} {build_seconds:>8.2f} {memory:>10.1f} {p50:>8.2f} {p99:>8.2f} {mean:>8.2f}")
+    print("\nbuild includes the catalog, the index and the manifest; memory is what they hold (tracemalloc).")
+
+
+if __name__ == "__main__":
+    main()
