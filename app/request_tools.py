@@ -126,11 +126,8 @@ def prepare_request_tools(
     discovery = cache.get(catalog, request.tool_set, [entry for entry in mcp if entry.deferred])
     if deferred_client:
         label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
-        groups = [
-            *(discovery.groups if discovery else ()),
-            ManifestGroup(label, "Tools of the calling application", deferred_client),
-        ]
-        discovery = Discovery.build(groups, config.tool_discovery.manifest_max_tokens)
+        group = ManifestGroup(label, "Tools of the calling application", deferred_client)
+        discovery = discovery.with_group(group) if discovery else Discovery.build([group])
     if not enabled:
         discovery = None
     return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)

@@ -114,3 +114,19 @@ async def test_client_tool_name_colliding_with_mcp_tool_is_400(upstream: Upstrea
     response = await client.post("/v1/chat/completions", json=chat_body("x", tools=[search]))
     assert response.status_code == 400
     assert upstream.requests == []
+
+
+async def test_deferred_client_tools_reuse_the_shared_mcp_index(upstream: Upstream, gateway_factory: Any) -> None:
+    from app.discovery.search import MergedIndex
+    from app.protocol import ChatCompletionRequest
+
+    _, gateway = await gateway_factory()
+    plain = gateway.request_tools(ChatCompletionRequest.model_validate(chat_body("x")), None)
+    with_client = gateway.request_tools(
+        ChatCompletionRequest.model_validate(chat_body("x", tools=[LOOKUP, SHIP])), None
+    )
+    assert plain.discovery is not None and with_client.discovery is not None
+    assert isinstance(with_client.discovery.index, MergedIndex)
+    assert with_client.discovery.index.first is plain.discovery.index, "the MCP index is shared, not rebuilt"
+    assert with_client.discovery.manifest.startswith(plain.discovery.manifest)
+    assert with_client.discovery.manifest.endswith("- client (1 tool): ship_order\n  Tools of the calling application")

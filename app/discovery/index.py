@@ -89,14 +89,26 @@ def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]
 class ToolIndex:
     """BM25F over a fixed list of tools; built once per catalog version and shared by requests."""
 
-    def __init__(self, entries: Sequence[ToolEntry], server_text: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        entries: Sequence[ToolEntry],
+        server_text: Mapping[str, str] | None = None,
+        reference: ToolIndex | None = None,
+    ) -> None:
+        """With a `reference` index, word statistics (document frequencies, field lengths) are taken as if both
+        were one collection, so scores from the two can be merged: a few client tools beside thousands."""
         self.entries = list(entries)
         server_text = server_text or {}
         documents = [tool_fields(entry, server_text.get(entry.server or "", "")) for entry in self.entries]
-        average = {
-            name: (sum(len(doc[name]) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
-            for name in FIELDS
-        }
+        average = (
+            reference.average
+            if reference is not None
+            else {
+                name: (sum(len(doc[name]) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
+                for name in FIELDS
+            }
+        )
+        self.average: dict[str, float] = average
         # A tool's own words (not its server's text, which every tool of the server shares), for `+word` filters.
         self._own_words: dict[str, set[int]] = {}
         for position, doc in enumerate(documents):
@@ -113,7 +125,7 @@ class ToolIndex:
                 for term, count in Counter(tokens).items():
                     frequencies[term] = frequencies.get(term, 0.0) + field.weight * count / norm
             weighted.append(frequencies)
-        self._tools = _Postings(weighted)
+        self._tools: _Postings = _Postings(weighted, reference._tools if reference is not None else None)
         self._name_weight = {
             id(entry): sum(self._tools.idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
             for entry, doc in zip(self.entries, documents, strict=True)
@@ -153,7 +165,7 @@ class ToolIndex:
             return
         server_scores = self._servers.score(terms)
         best_server = float(server_scores.max(initial=0.0))
-        if best_server > 0.0:
+        if best_server > 0.0 and server_scores.size > 1:
             lift = SERVER_BOOST * float(scores[matched].max()) / best_server
             scores[matched] += lift * server_scores[self._server_of[matched]]
         for position in matched[np.argsort(-scores[matched], kind="stable")]:
@@ -163,8 +175,9 @@ class ToolIndex:
 class _Postings:
     """Word -> (tool positions, IDF-weighted saturated frequencies) as arrays: one vector add per query word."""
 
-    def __init__(self, frequencies: list[dict[str, float]]) -> None:
+    def __init__(self, frequencies: list[dict[str, float]], reference: _Postings | None = None) -> None:
         self.size = len(frequencies)
+        total = self.size + (reference.size if reference is not None else 0)
         collected: dict[str, tuple[list[int], list[float]]] = {}
         for position, document in enumerate(frequencies):
             for term, frequency in document.items():
@@ -172,10 +185,13 @@ class _Postings:
                 positions.append(position)
                 values.append(frequency / (K1 + frequency))
         self.idf: dict[str, float] = {}
+        self.document_frequency: dict[str, int] = {}
         self.arrays: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
         for term, (positions, values) in collected.items():
-            idf = math.log(1 + (self.size - len(positions) + 0.5) / (len(positions) + 0.5))
+            found = len(positions) + (reference.document_frequency.get(term, 0) if reference is not None else 0)
+            idf = math.log(1 + (total - found + 0.5) / (found + 0.5))
             self.idf[term] = idf
+            self.document_frequency[term] = len(positions)
             self.arrays[term] = (np.array(positions, dtype=np.int32), np.array(values) * idf)
 
     def score(self, terms: set[str]) -> np.ndarray[Any, Any]:

@@ -101,16 +101,13 @@ def _fit_servers(groups: Sequence[ManifestGroup], max_tokens: int) -> str:
     return "\n".join(lines)
 
 
-def search_tool_definition(
-    groups: Sequence[ManifestGroup],
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    distinctiveness: Callable[[ToolEntry], float] | None = None,
-) -> dict[str, Any]:
+def search_tool_definition(groups: Sequence[ManifestGroup], manifest: str) -> dict[str, Any]:
+    """`search_tools` as the model sees it, with `manifest` (from `manifest_text`) in its description."""
     description = (
         "Search for and load tool definitions that are not loaded yet. Call this before using any tool listed "
         "below; found tools become callable right after, as server__tool (e.g. "
         f"{_example_name(groups)}). Prefer tool_names when you know the names from this list.\n\n"
-        f"<manifest>\n{manifest_text(groups, max_tokens, distinctiveness)}\n</manifest>"
+        f"<manifest>\n{manifest}\n</manifest>"
     )
     return {
         "type": "function",

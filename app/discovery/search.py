@@ -7,17 +7,33 @@ try next (valid servers, closest names, a different query). Nothing here raises 
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.index import ToolIndex
-from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, search_tool_definition
+from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
+
+
+class Ranker(Protocol):
+    def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]: ...
+
+
+class MergedIndex:
+    """Two indexes searched as one, results merged by score: a request's own deferred tools beside the shared
+    index of MCP tools, without rebuilding the large one for every request."""
+
+    def __init__(self, first: Ranker, second: Ranker) -> None:
+        self.first, self.second = first, second
+
+    def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
+        return heapq.merge(self.first.rank(query, required), self.second.rank(query, required), key=lambda p: -p[1])
 
 
 @dataclass(frozen=True)
@@ -25,26 +41,52 @@ class Discovery:
     """Everything about one set of deferred tools that does not change between requests."""
 
     groups: tuple[ManifestGroup, ...]
-    index: ToolIndex
+    index: Ranker
+    manifest: str
     definition: dict[str, Any]
     by_name: dict[str, ToolEntry]
     by_original_name: dict[str, list[ToolEntry]]
     by_group: dict[str, list[ToolEntry]]
 
     @classmethod
-    def build(cls, groups: Sequence[ManifestGroup], manifest_max_tokens: int = DEFAULT_MAX_TOKENS) -> Discovery:
+    def build(
+        cls,
+        groups: Sequence[ManifestGroup],
+        manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
+        reference: ToolIndex | None = None,
+    ) -> Discovery:
         entries = [entry for group in groups for entry in group.tools]
-        index = ToolIndex(entries, {group.label: group.summary for group in groups})
+        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference)
         by_original: dict[str, list[ToolEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)
+        manifest = manifest_text(groups, manifest_max_tokens, index.name_distinctiveness)
         return cls(
             groups=tuple(groups),
             index=index,
-            definition=search_tool_definition(groups, manifest_max_tokens, index.name_distinctiveness),
+            manifest=manifest,
+            definition=search_tool_definition(groups, manifest),
             by_name={entry.name: entry for entry in entries},
             by_original_name=by_original,
             by_group={group.label: list(group.tools) for group in groups},
+        )
+
+    def with_group(self, group: ManifestGroup) -> Discovery:
+        """This discovery plus one more (small) group, indexed on its own and searched together with this one."""
+        extra = Discovery.build([group], reference=self.index if isinstance(self.index, ToolIndex) else None)
+        groups = (*self.groups, group)
+        manifest = f"{self.manifest}\n{extra.manifest}"
+        by_original = {name: list(found) for name, found in self.by_original_name.items()}
+        for name, found in extra.by_original_name.items():
+            by_original.setdefault(name, []).extend(found)
+        return Discovery(
+            groups=groups,
+            index=MergedIndex(self.index, extra.index),
+            manifest=manifest,
+            definition=search_tool_definition(groups, manifest),
+            by_name={**self.by_name, **extra.by_name},
+            by_original_name=by_original,
+            by_group={**self.by_group, **extra.by_group},
         )
 
 
