@@ -199,24 +199,34 @@ def rank_tools(
     skip: Callable[[str], bool] = lambda name: False,
     skipped: list[ToolEntry] | None = None,
 ) -> list[ToolEntry]:
-    """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots.
+    """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots."""
+    return [entry for entry, _ in scored_tools(discovery, query, server, limit, skip, skipped)]
 
-    Words written `+word` are required: tools without them are dropped before ranking. Only a letter after
-    the `+` makes a requirement, so phone numbers such as +15551234 in a task stay plain words.
-    """
+
+def scored_tools(
+    discovery: Discovery,
+    query: str,
+    server: str | None,
+    limit: int,
+    skip: Callable[[str], bool] = lambda name: False,
+    skipped: list[ToolEntry] | None = None,
+) -> list[tuple[ToolEntry, float]]:
+    """`rank_tools` with scores. Words written `+word` are required: tools without them are dropped before
+    ranking. Only a letter after the `+` makes a requirement, so phone numbers such as +15551234 in a task
+    stay plain words."""
     words = query.split()
     required = [word[1:] for word in words if _REQUIRED.match(word)]
     text = " ".join(word[1:] if _REQUIRED.match(word) else word for word in words)
     allowed = set(map(id, discovery.by_group[server])) if server is not None else None
-    found: list[ToolEntry] = []
-    for entry, _score in discovery.index.rank(text, required):
+    found: list[tuple[ToolEntry, float]] = []
+    for entry, score in discovery.index.rank(text, required):
         if allowed is not None and id(entry) not in allowed:
             continue
         if skip(entry.name):
             if skipped is not None:
                 skipped.append(entry)
             continue
-        found.append(entry)
+        found.append((entry, score))
         if len(found) >= limit:
             break
     return found

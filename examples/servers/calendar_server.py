@@ -302,4 +302,4 @@ def respond_to_invite(
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")

@@ -277,4 +277,4 @@ def estimate_income_tax(
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")

@@ -206,4 +206,4 @@ def list_tags() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")

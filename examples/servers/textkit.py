@@ -193,4 +193,4 @@ def generate_uuid(
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")

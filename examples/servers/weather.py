@@ -321,4 +321,4 @@ def get_air_quality(city: CityArg) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")

@@ -26,4 +26,4 @@ async def long_report(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False)
+    mcp.run(show_banner=False, log_level="WARNING")
