@@ -100,6 +100,8 @@ class ToolDiscoveryConfig(_Strict):
     defer_all: bool = False
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
     manifest_max_tokens: int = Field(1000, ge=100)
+    prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
+    prefetch_min_match: float = Field(0.3, ge=0, le=1, description="score / best possible score for the query")
 
 
 class ExcludeSpec(_Strict):

@@ -8,7 +8,13 @@ from app.config import Config
 from app.mcp.connections import McpManager
 from app.protocol import ChatCompletionRequest
 from app.providers import Router
-from app.request_tools import DiscoveryCache, RequestTools, history_tool_names, prepare_request_tools
+from app.request_tools import (
+    DiscoveryCache,
+    RequestTools,
+    history_tool_names,
+    latest_user_text,
+    prepare_request_tools,
+)
 from app.sessions import SessionStore
 
 
@@ -34,4 +40,7 @@ class Gateway:
         tools.load(history_tool_names(request.messages))
         if session_id:
             tools.load(self.sessions.tools(session_id))
+        discovery = self.config.tool_discovery
+        if discovery.prefetch:
+            tools.prefetch(latest_user_text(request.messages), discovery.prefetch, discovery.prefetch_min_match)
         return tools

@@ -201,6 +201,7 @@ class ChatLoop:
             "rounds": self.stats.rounds,
             "search_calls": self.tools.search_calls,
             "tools_discovered": list(self.tools.found_by_search),
+            "tools_prefetched": list(self.tools.prefetched),
             "tools_called": list(self.stats.tools_called),
             "deferred_tools": len(self.tools.deferred_names),
             "loaded_tools": self.tools.loaded_names,

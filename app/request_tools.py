@@ -14,7 +14,7 @@ from typing import Any
 from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
 from app.config import Config
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
-from app.discovery.search import Discovery, SearchOutcome, run_search
+from app.discovery.search import Discovery, SearchOutcome, run_search, scored_tools
 from app.protocol import ChatCompletionRequest
 
 CLIENT_GROUP = "client"
@@ -66,6 +66,7 @@ class RequestTools:
         self._loaded = set(self._initial)
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
         self.found_by_search: list[str] = []
+        self.prefetched: list[str] = []
         self.search_calls = 0
 
     @property
@@ -106,6 +107,16 @@ class RequestTools:
                 new.append(name)
         return new
 
+    def prefetch(self, text: str, count: int, min_match: float) -> list[str]:
+        """Before the first upstream call, load up to `count` tools matching `text` (the user's latest message)
+        at least `min_match` of the best possible score: when the match is clear it saves a search round."""
+        if self.discovery is None or count <= 0 or not text:
+            return []
+        best = self.discovery.index.best_possible(text)
+        ranked = scored_tools(self.discovery, text, None, count, self.is_loaded)
+        self.prefetched = self.load(entry.name for entry, score in ranked if best and score / best >= min_match)
+        return self.prefetched
+
     def search(self, arguments: dict[str, Any]) -> SearchOutcome:
         assert self.discovery is not None
         self.search_calls += 1
@@ -131,6 +142,20 @@ def prepare_request_tools(
     if not enabled:
         discovery = None
     return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)
+
+
+def latest_user_text(messages: Iterable[Any]) -> str:
+    """The text of the last user message (string content or its text parts)."""
+    for message in reversed(list(messages)):
+        if message.role != "user":
+            continue
+        if isinstance(message.content, str):
+            return message.content
+        parts = message.content or []
+        return " ".join(
+            str(part.get("text", "")) for part in parts if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
 
 
 def history_tool_names(messages: Iterable[Any]) -> list[str]:

@@ -281,3 +281,18 @@ async def test_oversized_tool_results_are_truncated_with_a_note(upstream: Upstre
     await client.post("/v1/chat/completions", json=chat_body("x"))
     result = _tool_result(upstream, 2)
     assert len(result) <= 300 and "[truncated by toolsift" in result
+
+
+async def test_prefetch_loads_clear_matches_before_the_first_call(upstream: Upstream, gateway_factory: Any) -> None:
+    config = make_config(tool_discovery={"prefetch": 2, "prefetch_min_match": 0.3})
+    client, _ = await gateway_factory(config)
+    upstream.script(completion("ok"), completion("ok"))
+    body = chat_body({"role": "user", "content": [{"type": "text", "text": "Convert 100 USD to EUR currency"}]})
+    response = await client.post("/v1/chat/completions", json=body)
+    names = upstream.tool_names(0)
+    assert names.index("search_tools") < names.index("finance__convert_currency"), "prefetched tools come after"
+    assert response.json()["tool_discovery"]["tools_prefetched"][0] == "finance__convert_currency"
+    strict = make_config(tool_discovery={"prefetch": 2, "prefetch_min_match": 1.0})
+    client, _ = await gateway_factory(strict)
+    await client.post("/v1/chat/completions", json=body)
+    assert upstream.tool_names(1)[-1] == "search_tools", "no match is clear enough: nothing is prefetched"

@@ -150,6 +150,10 @@ class ToolIndex:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""
         return self._name_weight.get(id(entry), 0.0)
 
+    def best_possible(self, query: str) -> float:
+        """The score of a tool matching every known word of `query` fully: divides scores into a 0-1 match."""
+        return sum(self._tools.idf.get(term, 0.0) for term in set(tokenize(query)))
+
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
         """Tools sharing a word with `query`, best first (lazily); with `required` words, only tools having all."""
         terms = set(tokenize(query))

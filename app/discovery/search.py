@@ -24,6 +24,8 @@ _REQUIRED = re.compile(r"\+[^\W\d_]")
 class Ranker(Protocol):
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]: ...
 
+    def best_possible(self, query: str) -> float: ...
+
 
 class MergedIndex:
     """Two indexes searched as one, results merged by score: a request's own deferred tools beside the shared
@@ -31,6 +33,9 @@ class MergedIndex:
 
     def __init__(self, first: Ranker, second: Ranker) -> None:
         self.first, self.second = first, second
+
+    def best_possible(self, query: str) -> float:
+        return max(self.first.best_possible(query), self.second.best_possible(query))
 
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
         return heapq.merge(self.first.rank(query, required), self.second.rank(query, required), key=lambda p: -p[1])
