@@ -80,7 +80,7 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     from app.discovery.search import Discovery, scored_tools
     from app.mcp.connections import McpManager
     from app.protocol import GatewayError
-    from app.request_tools import _mcp_groups
+    from app.request_tools import mcp_groups
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s")
     manager = McpManager(config)
@@ -97,7 +97,7 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
         if not entries:
             print("no tools to search", file=sys.stderr)
             return 1
-        discovery = Discovery.build(_mcp_groups(manager.catalog, entries), config.tool_discovery.manifest_max_tokens)
+        discovery = Discovery.build(mcp_groups(manager.catalog, entries), config.tool_discovery.manifest_max_tokens)
         if args.server is not None and args.server not in discovery.by_group:
             print(
                 f"toolsift: unknown server {args.server!r}; servers: {', '.join(discovery.by_group)}", file=sys.stderr

@@ -47,10 +47,10 @@ class DiscoveryCache:
 def _build_mcp_discovery(catalog: Catalog, deferred: list[ToolEntry], max_tokens: int) -> Discovery | None:
     if not deferred:
         return None
-    return Discovery.build(_mcp_groups(catalog, deferred), max_tokens)
+    return Discovery.build(mcp_groups(catalog, deferred), max_tokens)
 
 
-def _mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
+def mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
     by_server: dict[str, list[ToolEntry]] = {}
     for entry in deferred:
         by_server.setdefault(entry.server or "", []).append(entry)

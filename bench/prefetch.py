@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from retrieval import DEFAULT_DATA, groups_of, load, toolsift_ranker  # noqa: E402
+from retrieval import DEFAULT_DATA, groups_of, index_tools, load  # noqa: E402
 
 from app import tokens  # noqa: E402
-from app.discovery.search import Discovery, scored_tools  # noqa: E402
+from app.discovery.search import scored_tools  # noqa: E402
 
 
 def main() -> None:
@@ -30,10 +30,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
     tools, queries = load(args.data)
-    rank, _ = toolsift_ranker(tools)
-    cells = [cell.cell_contents for cell in rank.__closure__ or ()]
-    discovery: Discovery = next(cell for cell in cells if isinstance(cell, Discovery))
-    ids: dict[tuple[str, str], str] = next(cell for cell in cells if isinstance(cell, dict))
+    discovery, ids, _ = index_tools(tools)
     search_round = tokens.count_tools([discovery.definition]) + 60  # search_tools + the model's call and result
     print(f"Prefetch on {args.data.name}: {len(queries)} tasks; a search round costs about {search_round:,} tokens\n")
     header = f"{'N':>2} {'min match':>9} {'fires':>6} {'round saved':>11} {'precision':>9}"

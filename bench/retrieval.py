@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from app.catalog import build_catalog  # noqa: E402
 from app.config import parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
-from app.request_tools import _mcp_groups  # noqa: E402
+from app.request_tools import mcp_groups  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 KS = (1, 3, 5, 10)
@@ -41,6 +41,16 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
     """Index the tools as toolsift would (build time included) and rank by `search_tools`' code path."""
+    discovery, ids, build_seconds = index_tools(tools)
+
+    def rank(query: str) -> list[str]:
+        return [ids[(entry.server or "", entry.original_name)] for entry in rank_tools(discovery, query, None, max(KS))]
+
+    return rank, build_seconds
+
+
+def index_tools(tools: list[dict[str, Any]]) -> tuple[Discovery, dict[tuple[str, str], str], float]:
+    """The data's tools as one deferred catalog: its discovery, (server, name) -> tool id, and build seconds."""
     started = time.perf_counter()
     listings: dict[str, list[Any]] = {}
     ids: dict[tuple[str, str], str] = {}
@@ -60,13 +70,8 @@ def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
         servers[name]["description"] = description  # what an MCP server says of itself (its instructions)
     config = parse_config({"mcpServers": servers}, environ={})
     catalog = build_catalog(config, listings, version=1)
-    discovery = Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))
-    build_seconds = time.perf_counter() - started
-
-    def rank(query: str) -> list[str]:
-        return [ids[(entry.server or "", entry.original_name)] for entry in rank_tools(discovery, query, None, max(KS))]
-
-    return rank, build_seconds
+    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
+    return discovery, ids, time.perf_counter() - started
 
 
 def baseline_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:

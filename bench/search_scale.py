@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from app.catalog import build_catalog  # noqa: E402
 from app.config import parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
-from app.request_tools import _mcp_groups  # noqa: E402
+from app.request_tools import mcp_groups  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 SIZES = (100, 1_000, 10_000)
@@ -69,7 +69,7 @@ def generated(size: int) -> tuple[list[dict[str, Any]], list[str]]:
 
 def build(config: Any, listings: dict[str, list[Any]]) -> Discovery:
     catalog = build_catalog(config, listings, version=1)
-    return Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))
+    return Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
 
 
 def main() -> None:

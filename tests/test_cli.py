@@ -9,7 +9,7 @@ from pathlib import Path
 from app.catalog import build_catalog
 from app.config import load_config
 from app.discovery.search import Discovery, rank_tools
-from app.request_tools import _mcp_groups
+from app.request_tools import mcp_groups
 from tests.conftest import ROOT, load_example
 
 
@@ -23,7 +23,7 @@ async def _in_process_ranking(query: str, k: int) -> list[str]:
         async with Client(module.mcp) as client:
             listings[name] = await client.list_tools()
     catalog = build_catalog(config, listings, version=1)
-    discovery = Discovery.build(_mcp_groups(catalog, list(catalog.tools.values())))
+    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
     return [entry.name for entry in rank_tools(discovery, query, None, k)]
 
 

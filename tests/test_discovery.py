@@ -13,7 +13,7 @@ from app.discovery.index import tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
 from app.protocol import GatewayError
-from app.request_tools import _mcp_groups
+from app.request_tools import mcp_groups
 from tests.conftest import make_config
 
 
@@ -49,7 +49,7 @@ def _catalog(**overrides: Any) -> Catalog:
 
 def _discovery(catalog: Catalog) -> Discovery:
     deferred = [entry for entry in catalog.tools.values() if entry.deferred]
-    return Discovery.build(_mcp_groups(catalog, deferred))
+    return Discovery.build(mcp_groups(catalog, deferred))
 
 
 def _search(arguments: dict[str, Any], loaded: set[str] | None = None, limit: int = 5) -> tuple[str, list[str]]:

@@ -232,6 +232,24 @@ async def test_round_limit_in_a_stream(upstream: Upstream, gateway_factory: Any)
     assert len(upstream.requests) == 2
 
 
+def _chat_scope() -> dict[str, Any]:
+    """An ASGI scope for POST /v1/chat/completions, to drive the app with a hand-made receive/send."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("t", 1),
+        "server": ("t", 80),
+    }
+
+
 def _slow_server(started: asyncio.Event, cancelled: asyncio.Event, seconds: float) -> FastMCP:
     server = FastMCP("slow")
 
@@ -280,20 +298,7 @@ async def test_client_disconnect_cancels_the_pending_mcp_call(upstream: Upstream
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.4"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(b"content-type", b"application/json")],
-            "client": ("t", 1),
-            "server": ("t", 80),
-        }
+        scope = _chat_scope()
         await asyncio.wait_for(create_app(gateway)(scope, receive, send), 10)
         await asyncio.wait_for(cancelled.wait(), 5)
         assert sent[0]["status"] == 200
@@ -331,19 +336,6 @@ async def test_disconnect_cancels_a_slow_upstream(upstream: Upstream, gateway_fa
         if message["type"] == "http.response.body" and b'"a"' in message.get("body", b""):
             got_first.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("t", 1),
-        "server": ("t", 80),
-    }
+    scope = _chat_scope()
     await asyncio.wait_for(app(scope, receive, send), 10)
     await asyncio.wait_for(closed.wait(), 5)
