@@ -57,10 +57,6 @@ class Catalog:
     servers: Mapping[str, ServerTools]
     tools: Mapping[str, ToolEntry]
 
-    def server_of(self, tool_name: str) -> str | None:
-        entry = self.tools.get(tool_name)
-        return entry.server if entry else None
-
 
 def exposed_name(server: str, tool: str, taken: set[str]) -> str:
     """`{server}__{tool}`, sanitised to OpenAI's function-name rule and unique within `taken`."""
