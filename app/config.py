@@ -32,12 +32,20 @@ class _Strict(BaseModel):
 
 
 class ProviderConfig(_Strict):
-    type: Literal["openai"] = "openai"
-    base_url: str = "https://api.openai.com/v1"
+    type: Literal["openai", "anthropic"] = "openai"
+    base_url: str = ""
     api_key: str | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(300.0, gt=0)
+    max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
+    anthropic_version: str = "2023-06-01"
+
+    @model_validator(mode="after")
+    def _default_base_url(self) -> ProviderConfig:
+        if not self.base_url:
+            self.base_url = "https://api.anthropic.com/v1" if self.type == "anthropic" else "https://api.openai.com/v1"
+        return self
 
 
 class ModelConfig(_Strict):

@@ -7,6 +7,7 @@ from typing import Any
 
 from app.config import Config
 from app.protocol import GatewayError
+from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.openai import OpenAIProvider
 
@@ -23,10 +24,10 @@ class Router:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.providers: dict[str, Provider] = {
-            name: OpenAIProvider(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
-            for name, provider in config.providers.items()
-        }
+        self.providers: dict[str, Provider] = {}
+        for name, provider in config.providers.items():
+            kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
+            self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
 
     def route(self, model: str) -> Route:
         alias = self.config.models.get(model)
