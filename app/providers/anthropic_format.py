@@ -234,9 +234,13 @@ class StreamTranslator:
             return [self._chunk({"tool_calls": [call]})]
         if kind == "content_block_delta":
             delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                return [self._chunk({"content": delta.get("text", "")})]
-            if delta.get("type") == "input_json_delta" and event.get("index") in self.tool_index:
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                return [self._chunk({"content": delta["text"]})]
+            if (
+                delta.get("type") == "input_json_delta"
+                and delta.get("partial_json")
+                and event.get("index") in self.tool_index
+            ):
                 call = {
                     "index": self.tool_index[event["index"]],
                     "function": {"arguments": delta.get("partial_json", "")},

@@ -1,0 +1,228 @@
+"""Anthropic upstream: golden translations both ways, and the whole discovery loop against a respx upstream."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from app.config import parse_config
+from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
+from tests.conftest import load_example
+
+CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
+GOLDEN = Path(__file__).parent / "golden" / "anthropic"
+UPSTREAM = "http://anthropic.test/v1"
+
+
+def golden(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((GOLDEN / name).read_text())
+    return data
+
+
+@pytest.mark.parametrize("name", ["request_plain.json", "request_tools.json"])
+def test_requests_translate_as_recorded(name: str) -> None:
+    case = golden(name)
+    assert to_anthropic(case["openai"], 4096) == case["anthropic"]
+
+
+@pytest.mark.parametrize("name", ["response_text.json", "response_tool_calls.json"])
+def test_responses_translate_as_recorded(name: str) -> None:
+    case = golden(name)
+    assert {**from_anthropic(case["anthropic"]), "created": 0} == case["openai"]
+
+
+def test_stream_events_translate_as_recorded() -> None:
+    case = golden("stream_tool_calls.json")
+    translator = StreamTranslator()
+    chunks = [{**chunk, "created": 0} for event in case["anthropic_events"] for chunk in translator.chunks(event)]
+    assert chunks == case["openai_chunks"]
+
+
+def test_tool_choice_variants() -> None:
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}]
+    base = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools}
+    assert "tool_choice" not in to_anthropic(base, 10)
+    assert to_anthropic({**base, "tool_choice": "none"}, 10)["tool_choice"] == {"type": "none"}
+    assert to_anthropic({**base, "tool_choice": "required"}, 10)["tool_choice"] == {"type": "any"}
+    assert to_anthropic({**base, "tool_choice": "auto"}, 10).get("tool_choice") is None
+    assert to_anthropic({**base, "max_completion_tokens": 77}, 10)["max_tokens"] == 77
+
+
+def message(content: list[dict[str, Any]], stop: str, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    return {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def tool_use(name: str, arguments: dict[str, Any], ident: str = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_use", "id": ident, "name": name, "input": arguments}
+
+
+def sse(events: list[dict[str, Any]]) -> httpx.Response:
+    body = "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events)
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
+
+
+def streamed(
+    text: str = "", tool: tuple[str, dict[str, Any]] | None = None, usage: tuple[int, int] = (10, 5)
+) -> httpx.Response:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**message([], "", (usage[0], 1)), "stop_reason": None}},
+    ]
+    if text:
+        events += [
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            *(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}
+                for word in re.findall(r"\S+\s*", text)
+            ),
+            {"type": "content_block_stop", "index": 0},
+        ]
+    if tool:
+        arguments = json.dumps(tool[1])
+        events += [
+            {"type": "content_block_start", "index": 1, "content_block": {**tool_use(tool[0], {}, "toolu_s")}},
+            *(
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": part}}
+                for part in (arguments[:5], arguments[5:])
+            ),
+            {"type": "content_block_stop", "index": 1},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if tool else "end_turn"},
+            "usage": {"output_tokens": usage[1]},
+        },
+        {"type": "message_stop"},
+    ]
+    return sse(events)
+
+
+@pytest.fixture
+def anthropic_upstream() -> Any:
+    with respx.mock(assert_all_called=False) as router:
+        calls: list[dict[str, Any]] = []
+        replies: list[httpx.Response] = []
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            calls.append({"body": json.loads(request.content), "headers": request.headers})
+            return replies.pop(0)
+
+        router.post(f"{UPSTREAM}/messages").mock(side_effect=answer)
+        yield calls, replies
+
+
+def anthropic_config(**extra: Any) -> Any:
+    return parse_config(
+        {
+            "providers": {
+                "claude": {"type": "anthropic", "base_url": UPSTREAM, "api_key": "sk-ant-test", "max_tokens": 1024}
+            },
+            "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
+            "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
+            **extra,
+        },
+        environ={},
+    )
+
+
+async def _gateway(gateway_factory: Any) -> Any:
+    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    client, _ = await gateway_factory(anthropic_config(), targets=targets)
+    return client
+
+
+async def test_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway_factory: Any) -> None:
+    calls, replies = anthropic_upstream
+    replies += [
+        httpx.Response(
+            200, json=message([tool_use("search_tools", {"query": "convert currency"})], "tool_use", (100, 10))
+        ),
+        httpx.Response(
+            200, json=message([tool_use("finance__convert_currency", CONVERT, "toolu_2")], "tool_use", (200, 20))
+        ),
+        httpx.Response(200, json=message([{"type": "text", "text": "About 4.6 EUR."}], "end_turn", (300, 30))),
+    ]
+    client = await _gateway(gateway_factory)
+    body = {
+        "model": "sonnet",
+        "messages": [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "5 USD in EUR?"}],
+    }
+    response = await client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["choices"][0] == {
+        "index": 0,
+        "message": {"role": "assistant", "content": "About 4.6 EUR."},
+        "finish_reason": "stop",
+    }
+    assert result["usage"]["prompt_tokens"] == 600 and result["usage"]["completion_tokens"] == 60
+    first = calls[0]["body"]
+    assert first["model"] == "claude-sonnet-4-5" and first["max_tokens"] == 1024 and first["system"] == "Be exact."
+    assert [tool["name"] for tool in first["tools"]][-1] == "search_tools"
+    assert calls[0]["headers"]["x-api-key"] == "sk-ant-test" and calls[0]["headers"]["anthropic-version"]
+    third = calls[2]["body"]["messages"]
+    assert [turn["role"] for turn in third] == ["user", "assistant", "user", "assistant", "user"]
+    result_block = third[-1]["content"][0]
+    assert result_block["type"] == "tool_result" and result_block["tool_use_id"] == "toolu_2"
+    assert "EUR" in result_block["content"]
+
+
+async def test_streamed_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway_factory: Any) -> None:
+    calls, replies = anthropic_upstream
+    replies += [
+        streamed(tool=("search_tools", {"query": "exchange rates"}), usage=(100, 10)),
+        streamed(tool=("finance__get_exchange_rates", {"base": "USD"}), usage=(200, 20)),
+        streamed(text="Rates are in.", usage=(300, 30)),
+    ]
+    client = await _gateway(gateway_factory)
+    body = {
+        "model": "sonnet",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": "rates?"}],
+    }
+    response = await client.post("/v1/chat/completions", json=body)
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in events if c.get("choices"))
+    assert text == "Rates are in."
+    reasons = [
+        c["choices"][0]["finish_reason"] for c in events if c.get("choices") and c["choices"][0]["finish_reason"]
+    ]
+    assert reasons == ["stop"]
+    assert events[-1]["usage"]["prompt_tokens"] == 600 and events[-1]["usage"]["completion_tokens"] == 60
+    assert calls[0]["body"]["stream"] is True
+    assert calls[2]["body"]["messages"][-1]["content"][0]["tool_use_id"] == "toolu_s"
+
+
+async def test_anthropic_errors_become_openai_errors(anthropic_upstream: Any, gateway_factory: Any) -> None:
+    _, replies = anthropic_upstream
+    replies += [
+        httpx.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        httpx.Response(
+            400, json={"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too big"}}
+        ),
+    ]
+    client = await _gateway(gateway_factory)
+    body = {"model": "sonnet", "messages": [{"role": "user", "content": "x"}]}
+    overloaded = await client.post("/v1/chat/completions", json=body)
+    assert overloaded.status_code == 503
+    assert (
+        overloaded.json()["error"]["type"] == "overloaded_error"
+        and "Overloaded" in overloaded.json()["error"]["message"]
+    )
+    invalid = await client.post("/v1/chat/completions", json=body)
+    assert invalid.status_code == 400 and "max_tokens: too big" in invalid.json()["error"]["message"]
