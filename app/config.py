@@ -38,6 +38,11 @@ class ProviderConfig(_Strict):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(300.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    retry_base_delay: float = Field(0.5, ge=0)
+    retry_max_delay: float = Field(8.0, ge=0)
+    deadline: float = Field(120.0, gt=0, description="seconds for all attempts of one call, backoff included")
+    forward_client_auth: bool = False
     max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
     anthropic_version: str = "2023-06-01"
 
@@ -52,6 +57,7 @@ class ModelConfig(_Strict):
     provider: str
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
+    fallbacks: list[str] = Field(default_factory=list, description="model aliases tried in order on retryable errors")
 
 
 class McpServerConfig(BaseModel):
@@ -169,6 +175,9 @@ class Config(_Strict):
                 f"default_provider: {self.default_provider!r} is not one of providers {_names(self.providers)}"
             )
         for alias, model in self.models.items():
+            for fallback in model.fallbacks:
+                if fallback not in self.models or fallback == alias:
+                    problems.append(f"models.{alias}.fallbacks: {fallback!r} is not another model alias")
             if model.provider not in self.providers:
                 problems.append(
                     f"models.{alias}.provider: {model.provider!r} is not one of providers {_names(self.providers)}"

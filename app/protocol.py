@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 GATEWAY_FIELDS = ("tool_set", "session_id")
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class GatewayError(Exception):
@@ -32,6 +33,12 @@ class GatewayError(Exception):
         self.type = type
         self.param = param
         self.code = code
+        self.retry_after: float | None = None  # seconds the upstream asked us to wait, if it said
+
+    @property
+    def retryable(self) -> bool:
+        """Worth another attempt: rate limits, overload, upstream 5xx, unreachable or timed-out upstreams."""
+        return self.status in RETRYABLE_STATUS and self.code != "provider_not_configured"
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.type, self.param, self.code)

@@ -129,7 +129,13 @@ def anthropic_config(**extra: Any) -> Any:
     return parse_config(
         {
             "providers": {
-                "claude": {"type": "anthropic", "base_url": UPSTREAM, "api_key": "sk-ant-test", "max_tokens": 1024}
+                "claude": {
+                    "type": "anthropic",
+                    "base_url": UPSTREAM,
+                    "api_key": "sk-ant-test",
+                    "max_tokens": 1024,
+                    "max_retries": 0,
+                }
             },
             "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
             "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},

@@ -9,6 +9,7 @@ from app.config import Config
 from app.protocol import GatewayError
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
+from app.providers.fallback import FallbackProvider
 from app.providers.openai import OpenAIProvider
 
 
@@ -32,7 +33,14 @@ class Router:
     def route(self, model: str) -> Route:
         alias = self.config.models.get(model)
         if alias is not None:
-            return Route(self.providers[alias.provider], alias.model, alias.params)
+            provider = self.providers[alias.provider]
+            if alias.fallbacks:
+                chain = [(provider, alias.model)]
+                for name in alias.fallbacks:
+                    fallback = self.config.models[name]
+                    chain.append((self.providers[fallback.provider], fallback.model))
+                provider = FallbackProvider(chain)
+            return Route(provider, alias.model, alias.params)
         default = self.config.default_provider
         if default is None:
             known = ", ".join(sorted(self.config.models)) or "none"

@@ -7,14 +7,23 @@ turns transport failures and upstream error bodies into OpenAI-shaped `GatewayEr
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import random
+import time
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import httpx
 
 from app.config import ProviderConfig
 from app.protocol import GatewayError
+
+log = logging.getLogger("toolsift.upstream")
 
 
 class Provider(Protocol):
@@ -31,6 +40,34 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int
+    base_delay: float
+    max_delay: float
+    deadline: float
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; the upstream's Retry-After, when given, is the floor."""
+        backoff = random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+        return max(backoff, retry_after or 0.0)
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """`retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    if "retry-after-ms" in headers:
+        with contextlib.suppress(ValueError):
+            return float(headers["retry-after-ms"]) / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(value))
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    return None
+
+
 class HttpProvider:
     def __init__(
         self, name: str, config: ProviderConfig, auth_headers: dict[str, str], unset_key_variable: str | None
@@ -38,6 +75,7 @@ class HttpProvider:
         self.name = name
         self.base_url = config.base_url.rstrip("/")
         self._missing_key = unset_key_variable if config.api_key == "" else None
+        self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
         self._client = httpx.AsyncClient(
             headers={**config.extra_headers, **auth_headers},
@@ -52,13 +90,7 @@ class HttpProvider:
         return upstream_error(self.name, status, content)
 
     async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self._check_key()
-        try:
-            response = await self._client.post(f"{self.base_url}{path}", json=body)
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc) from None
-        if response.status_code >= 400:
-            raise self.error_from(response.status_code, response.content)
+        response = await self._send_with_retries(path, body, stream=False)
         try:
             payload = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -69,26 +101,69 @@ class HttpProvider:
 
     async def stream_events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON of each SSE `data:` line, until `[DONE]` or the end; the HTTP stream closes with the generator."""
-        self._check_key()
+        response = await self._send_with_retries(path, body, stream=True)
         try:
-            async with self._client.stream("POST", f"{self.base_url}{path}", json=body) as response:
-                if response.status_code >= 400:
-                    raise self.error_from(response.status_code, await response.aread())
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue  # SSE comments, event names, blank separators
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    try:
-                        event = json.loads(data)
-                    except json.JSONDecodeError:
-                        event = None
-                    if not isinstance(event, dict):
-                        raise self.invalid_response("a malformed stream chunk")
-                    yield event
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue  # SSE comments, event names, blank separators
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    event = json.loads(data)
+                except json.JSONDecodeError:
+                    event = None
+                if not isinstance(event, dict):
+                    raise self.invalid_response("a malformed stream chunk")
+                yield event
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from None
+        finally:
+            await response.aclose()
+
+    async def _send_with_retries(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
+        """Send until a success, a final error, or the deadline. Retries happen only here, before any byte of
+        the answer was read, so nothing already streamed to a client is ever repeated."""
+        self._check_key()
+        deadline = time.monotonic() + self.retry.deadline
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                    return await self._send_once(path, body, stream)
+            except TimeoutError:
+                raise GatewayError(
+                    504,
+                    f"Upstream provider '{self.name}' did not answer within the {self.retry.deadline:g}s deadline.",
+                    "upstream_error",
+                    code="upstream_timeout",
+                ) from None
+            except GatewayError as exc:
+                delay = self.retry.delay(attempt, exc.retry_after)
+                if not exc.retryable or attempt >= self.retry.max_retries or time.monotonic() + delay >= deadline:
+                    raise
+                log.warning(
+                    "upstream retry provider=%s status=%d attempt=%d delay_s=%.2f",
+                    self.name,
+                    exc.status,
+                    attempt + 1,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send_once(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
+        request = self._client.build_request("POST", f"{self.base_url}{path}", json=body)
+        try:
+            response = await self._client.send(request, stream=stream)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        if response.status_code >= 400:
+            content = await response.aread()
+            await response.aclose()
+            error = self.error_from(response.status_code, content)
+            error.retry_after = retry_after_seconds(response.headers)
+            raise error
+        return response
 
     def invalid_response(self, what: str) -> GatewayError:
         return GatewayError(
