@@ -76,7 +76,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         body = await _read_body(request, gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body)
         facts["model"] = chat_request.model
-        route = gateway.router.route(chat_request.model)
+        route = gateway.router.route(chat_request.model, _bearer(request))
         facts["provider"] = route.provider.name
         session_id = request.headers.get("x-session-id") or chat_request.session_id
         tools = gateway.request_tools(chat_request, session_id)
@@ -130,6 +130,11 @@ async def _stream(
         _log_request(request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
     return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

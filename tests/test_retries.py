@@ -130,3 +130,15 @@ async def test_fallback_model_takes_over_on_retryable_errors(
     assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "from the backup"
     assert [r["model"] for r in upstream.requests] == ["big-model", "big-model"]
     assert seen[0]["model"] == "small-model"
+
+
+async def test_forward_client_auth_sends_the_callers_key_instead(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory(config(forward_client_auth=True), targets={})
+    upstream.script(completion("ok"))
+    body = {**chat_body("x"), "model": "plain"}
+    response = await client.post("/v1/chat/completions", json=body, headers={"Authorization": "Bearer caller-key"})
+    assert response.status_code == 200
+    assert upstream.headers[0]["authorization"] == "Bearer caller-key", "the caller's key, not the configured one"
+    missing = await client.post("/v1/chat/completions", json=body)
+    assert missing.status_code == 401 and "Authorization: Bearer" in missing.json()["error"]["message"]
+    assert len(upstream.requests) == 1

@@ -8,7 +8,7 @@ from typing import Any
 from app.config import Config
 from app.protocol import GatewayError
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import Provider
+from app.providers.base import HttpProvider, Provider
 from app.providers.fallback import FallbackProvider
 from app.providers.openai import OpenAIProvider
 
@@ -30,15 +30,17 @@ class Router:
             kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
             self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
 
-    def route(self, model: str) -> Route:
+    def route(self, model: str, client_key: str | None = None) -> Route:
+        """Where `model` goes. `client_key` (the caller's bearer token) is used only by providers configured
+        with `forward_client_auth`, and then instead of the configured key, never beside it."""
         alias = self.config.models.get(model)
         if alias is not None:
-            provider = self.providers[alias.provider]
+            provider = self._provider(alias.provider, client_key)
             if alias.fallbacks:
                 chain = [(provider, alias.model)]
                 for name in alias.fallbacks:
                     fallback = self.config.models[name]
-                    chain.append((self.providers[fallback.provider], fallback.model))
+                    chain.append((self._provider(fallback.provider, client_key), fallback.model))
                 provider = FallbackProvider(chain)
             return Route(provider, alias.model, alias.params)
         default = self.config.default_provider
@@ -50,7 +52,13 @@ class Router:
                 param="model",
                 code="model_not_found",
             )
-        return Route(self.providers[default], model, {})
+        return Route(self._provider(default, client_key), model, {})
+
+    def _provider(self, name: str, client_key: str | None) -> Provider:
+        provider = self.providers[name]
+        if isinstance(provider, HttpProvider) and provider.forward_client_auth:
+            return provider.with_client_key(client_key)
+        return provider
 
     async def aclose(self) -> None:
         for provider in self.providers.values():

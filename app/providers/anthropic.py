@@ -22,6 +22,9 @@ class AnthropicProvider(HttpProvider):
         super().__init__(name, config, auth, unset_key_variable)
         self.max_tokens = config.max_tokens
 
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key}
+
     def error_from(self, status: int, content: bytes) -> GatewayError:
         error = upstream_error(self.name, status, content)
         if status == OVERLOADED or error.type == "overloaded_error":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import random
@@ -75,6 +76,8 @@ class HttpProvider:
         self.name = name
         self.base_url = config.base_url.rstrip("/")
         self._missing_key = unset_key_variable if config.api_key == "" else None
+        self.forward_client_auth = config.forward_client_auth
+        self._request_headers: dict[str, str] = {}
         self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
         self._client = httpx.AsyncClient(
@@ -83,8 +86,31 @@ class HttpProvider:
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
         )
 
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        raise NotImplementedError
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """The headers that carry `api_key` to this upstream."""
+        return {"Authorization": f"Bearer {api_key}"}
+
+    def with_client_key(self, api_key: str | None) -> HttpProvider:
+        """This provider, sending the caller's key instead of the configured one (`forward_client_auth`)."""
+        if not api_key:
+            raise GatewayError(
+                401,
+                f"Provider '{self.name}' uses the caller's own key: send it as 'Authorization: Bearer <key>'.",
+                code="missing_api_key",
+            )
+        view = copy.copy(self)  # shares the pooled client
+        view._request_headers = self.auth_headers(api_key)
+        view._missing_key = None
+        return view
 
     def error_from(self, status: int, content: bytes) -> GatewayError:
         return upstream_error(self.name, status, content)
@@ -152,7 +178,7 @@ class HttpProvider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
-        request = self._client.build_request("POST", f"{self.base_url}{path}", json=body)
+        request = self._client.build_request("POST", f"{self.base_url}{path}", json=body, headers=self._request_headers)
         try:
             response = await self._client.send(request, stream=stream)
         except httpx.HTTPError as exc:
