@@ -17,7 +17,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -35,7 +35,12 @@ class ScriptedUpstream:
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self.port = free_port()
-        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._complete, methods=["POST"]),
+                Route("/v1/messages", self._messages, methods=["POST"]),
+            ]
+        )
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -77,6 +82,65 @@ class ScriptedUpstream:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(_as_stream(reply, include_usage), media_type="text/event-stream")
         return JSONResponse(reply)
+
+    async def _messages(self, request: Request) -> Response:
+        """The same script, spoken as Anthropic's Messages API."""
+        body = json.loads(await request.body())
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+            reply = self.replies.pop(0) if self.replies else None
+        if reply is None:
+            return JSONResponse({"type": "error", "error": {"type": "api_error", "message": "script exhausted"}}, 500)
+        message = _as_anthropic(reply)
+        if body.get("stream"):
+            return StreamingResponse(_as_anthropic_stream(message), media_type="text/event-stream")
+        return JSONResponse(message)
+
+
+def _as_anthropic(reply: dict[str, Any]) -> dict[str, Any]:
+    choice = reply["choices"][0]
+    blocks: list[dict[str, Any]] = []
+    if choice["message"].get("content"):
+        blocks.append({"type": "text", "text": choice["message"]["content"]})
+    for call in choice["message"].get("tool_calls") or []:
+        arguments = json.loads(call["function"]["arguments"])
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": arguments})
+    usage = reply.get("usage") or {}
+    return {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-scripted",
+        "content": blocks,
+        "stop_reason": "tool_use" if choice["finish_reason"] == "tool_calls" else "end_turn",
+        "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+    }
+
+
+def _as_anthropic_stream(message: dict[str, Any]) -> Iterator[str]:
+    def event(data: dict[str, Any]) -> str:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
+    yield event({"type": "message_start", "message": start})
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield event({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            for word in re.findall(r"\S+\s*", block["text"]):
+                yield event(
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": word}}
+                )
+        else:
+            yield event({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
+            arguments = json.dumps(block["input"])
+            for part in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                delta = {"type": "input_json_delta", "partial_json": part}
+                yield event({"type": "content_block_delta", "index": index, "delta": delta})
+        yield event({"type": "content_block_stop", "index": index})
+    delta = {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]}, "usage": message["usage"]}
+    yield event({**delta, "usage": {"output_tokens": message["usage"]["output_tokens"]}})
+    yield event({"type": "message_stop"})
 
 
 def _as_stream(reply: dict[str, Any], include_usage: bool) -> Iterator[str]:

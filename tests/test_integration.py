@@ -51,6 +51,12 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         "env": {"SLOW_MARKER": str(workdir / "slow-marker.txt")},
     }
     config["stream_keepalive_seconds"] = 0.3
+    config["providers"]["claude"] = {
+        "type": "anthropic",
+        "base_url": upstream.base_url,
+        "api_key": "sk-ant-integration",
+    }
+    config["models"]["claude"] = {"provider": "claude", "model": "claude-sonnet-4-5"}
     path = workdir / "config.json"
     path.write_text(json.dumps(config))
     port = free_port()
@@ -237,3 +243,36 @@ def test_disconnect_mid_stream_cancels_the_running_mcp_call(
     assert marker.read_text() == "cancelled"
     time.sleep(0.5)
     assert len(upstream.requests) == 1, "no further upstream round after the client left"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_same_sdk_code_works_against_an_anthropic_upstream(
+    client: openai.OpenAI, upstream: ScriptedUpstream, stream: bool
+) -> None:
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "exchange rates"})], usage=(40, 4)),
+        completion(calls=[("finance__get_exchange_rates", {"base": "EUR"})], usage=(60, 6)),
+        completion("The euro buys about 1.09 dollars.", usage=(80, 8)),
+    )
+    messages: Any = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "EUR rates?"}]
+    if stream:
+        chunks = list(
+            client.chat.completions.create(
+                model="claude", messages=messages, stream=True, stream_options={"include_usage": True}
+            )
+        )
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+        reasons = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        usage = chunks[-1].usage
+    else:
+        reply = client.chat.completions.create(model="claude", messages=messages)
+        text, reasons, usage = reply.choices[0].message.content or "", [reply.choices[0].finish_reason], reply.usage
+    assert text == "The euro buys about 1.09 dollars."
+    assert reasons == ["stop"]
+    assert usage is not None and usage.prompt_tokens == 180 and usage.completion_tokens == 18
+    first = upstream.requests[0]
+    assert first["system"] == "Be brief." and first["max_tokens"] == 4096 and first["model"] == "claude-sonnet-4-5"
+    assert first["tools"][-1]["name"] == "search_tools" and "input_schema" in first["tools"][-1]
+    assert upstream.headers[0]["x-api-key"] == "sk-ant-integration"
+    result = upstream.requests[2]["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and "USD" in result["content"]
