@@ -8,6 +8,7 @@ toolset-filtered MCP tools plus the client's own tools, split into loaded and de
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,10 +36,16 @@ class ToolEntry:
     deferred: bool
     search_hint: str = ""
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
 
     @property
     def source(self) -> Literal["mcp", "client"]:
         return "client" if self.server is None else "mcp"
+
+
+def estimate_tokens(definition: dict[str, Any]) -> int:
+    """Four characters a token: cheap enough for every tool, close enough for a metric."""
+    return len(json.dumps(definition, separators=(",", ":"))) // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,7 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
             taken.add(name)
             description = (tool.description or getattr(tool, "title", None) or "").strip()
             parameters = _clean_schema(tool.input_schema)
+            definition = openai_definition(name, description, parameters)
             entry = ToolEntry(
                 name=name,
                 original_name=tool.name,
@@ -101,7 +109,8 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
                 parameters=parameters,
                 deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True,
                 search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
-                definition=openai_definition(name, description, parameters),
+                definition=definition,
+                tokens=estimate_tokens(definition),
             )
             entries.append(entry)
             tools[name] = entry
@@ -197,6 +206,7 @@ def client_entries(tools: list[ToolDefinition] | None, reserved: Mapping[str, To
                 parameters=function.get("parameters") or {"type": "object", "properties": {}},
                 deferred=tool.defer_loading,
                 definition=definition,
+                tokens=estimate_tokens(definition),
             )
         )
     return entries

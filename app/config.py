@@ -130,6 +130,10 @@ class ToolSetConfig(_Strict):
     servers: dict[str, ServerSelection]
 
 
+class AuthConfig(_Strict):
+    api_keys: list[str] = Field(default_factory=list)
+
+
 class SessionConfig(_Strict):
     ttl_seconds: float = Field(3600.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
@@ -144,6 +148,7 @@ class Config(_Strict):
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
@@ -236,6 +241,11 @@ def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path
         config = Config.model_validate(expanded)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+    unset_keys = [
+        f"{path}: environment variable {name} is not set" for path, name in unset.items() if path.startswith("auth.")
+    ]
+    if unset_keys:
+        raise ConfigError(unset_keys)  # an empty gateway key would silently open the gateway
     config.unset_env = unset
     config.base_dir = base_dir or Path.cwd()
     return config

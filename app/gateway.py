@@ -6,6 +6,7 @@ from typing import Any
 
 from app.config import Config
 from app.mcp.connections import McpManager
+from app.observability import Metrics
 from app.protocol import ChatCompletionRequest
 from app.providers import Router
 from app.request_tools import (
@@ -23,7 +24,8 @@ class Gateway:
 
     def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
         self.config = config
-        self.mcp = McpManager(config, mcp_targets)
+        self.metrics = Metrics()
+        self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens)
         self.sessions = SessionStore(config.sessions.ttl_seconds, config.sessions.max_sessions)

@@ -18,8 +18,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.auth import ApiKeyMiddleware
 from app.gateway import Gateway
 from app.loop import ChatLoop
+from app.observability import METRICS_CONTENT_TYPE, log_fields
 from app.protocol import GatewayError, error_body, parse_chat_request
 from app.sse import EventStreamResponse
 from app.streaming import stream_chat
@@ -39,6 +41,8 @@ def create_app(gateway: Gateway) -> FastAPI:
 
     app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.gateway = gateway
+    if gateway.config.auth.api_keys:
+        app.add_middleware(ApiKeyMiddleware, api_keys=gateway.config.auth.api_keys)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -50,6 +54,10 @@ def create_app(gateway: Gateway) -> FastAPI:
         servers = gateway.mcp.health()
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
         return {"status": "ok" if up else "degraded", "servers": servers}
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(gateway.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -76,7 +84,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         body = await _read_body(request, gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body)
         facts["model"] = chat_request.model
-        route = gateway.router.route(chat_request.model, _bearer(request))
+        route = gateway.router.route(chat_request.model, _client_upstream_key(request, gateway))
         facts["provider"] = route.provider.name
         session_id = request.headers.get("x-session-id") or chat_request.session_id
         tools = gateway.request_tools(chat_request, session_id)
@@ -95,7 +103,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
             error_body(f"Internal gateway error (request {request_id}); see the gateway log.", "server_error"), 500
         )
     response.headers["x-request-id"] = request_id
-    _log_request(request_id, response.status_code, started, facts, loop)
+    _log_request(gateway, request_id, response.status_code, started, facts, loop)
     return response
 
 
@@ -127,14 +135,20 @@ async def _stream(
     def close(finished: bool) -> None:
         if session_id:
             gateway.sessions.remember(session_id, loop.tools.discovered)
-        _log_request(request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
+        _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
     return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
 
 
-def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
+def _client_upstream_key(request: Request, gateway: Gateway) -> str | None:
+    """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
+    `Authorization` when that header is not already the gateway key."""
+    headers = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
+    for header in headers:
+        scheme, _, token = request.headers.get(header, "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return None
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -157,7 +171,12 @@ def _too_large(limit: int) -> GatewayError:
     )
 
 
-def _log_request(request_id: str, status: int, started: float, facts: dict[str, Any], loop: ChatLoop | None) -> None:
+def _log_request(
+    gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], loop: ChatLoop | None
+) -> None:
+    """The request's one log line, and its metrics."""
+    metrics = gateway.metrics
+    metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
     fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
     if loop is not None:
         usage = loop.stats.usage or {}
@@ -165,10 +184,19 @@ def _log_request(request_id: str, status: int, started: float, facts: dict[str, 
             rounds=loop.stats.rounds,
             searches=loop.tools.search_calls,
             found=",".join(loop.tools.found_by_search) or "-",
+            prefetched=",".join(loop.tools.prefetched) or "-",
             called=",".join(loop.stats.tools_called) or "-",
             mcp_errors=loop.stats.mcp_errors,
             upstream_ms=round(loop.stats.upstream_seconds * 1000, 1),
             tokens=usage.get("total_tokens", "-"),
+            tool_tokens_saved=loop.stats.tokens_saved,
         )
+        metrics.rounds.inc(loop.stats.rounds)
+        metrics.searches.inc(loop.tools.search_calls)
+        metrics.discovered.inc(len(loop.tools.found_by_search))
+        metrics.prefetched.inc(len(loop.tools.prefetched))
+        metrics.tokens_saved.inc(loop.stats.tokens_saved)
+        if loop.stats.rounds:
+            metrics.upstream.labels(loop.route.provider.name).observe(loop.stats.upstream_seconds)
     fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    log.info("request %s", " ".join(f"{key}={value}" for key, value in fields.items()))
+    log_fields(log, "request", fields)

@@ -33,6 +33,7 @@ class LoopStats:
     upstream_seconds: float = 0.0
     usage: dict[str, Any] | None = None
     round_limit_reached: bool = False
+    tokens_saved: int = 0
 
 
 class Step(Enum):
@@ -116,6 +117,7 @@ class ChatLoop:
         return f"{content or ''}\n\n{marker}".strip()
 
     def _upstream_body(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+        self.stats.tokens_saved += self.tools.unsent_tokens()
         body = {**base, "messages": messages}
         definitions = self.tools.definitions()
         if definitions:

@@ -77,6 +77,12 @@ class RequestTools:
     def loaded_names(self) -> list[str]:
         return [*self._initial, *self.discovered]
 
+    def unsent_tokens(self) -> int:
+        """Estimated tokens of the deferred definitions an upstream call does not carry."""
+        if self.discovery is None:
+            return 0
+        return self.discovery.tokens - sum(self.entries[name].tokens for name in self.discovered)
+
     def is_loaded(self, name: str) -> bool:
         return name in self._loaded
 

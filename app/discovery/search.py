@@ -52,6 +52,7 @@ class Discovery:
     by_name: dict[str, ToolEntry]
     by_original_name: dict[str, list[ToolEntry]]
     by_group: dict[str, list[ToolEntry]]
+    tokens: int  # estimated tokens of all these tools' definitions
 
     @classmethod
     def build(
@@ -74,6 +75,7 @@ class Discovery:
             by_name={entry.name: entry for entry in entries},
             by_original_name=by_original,
             by_group={group.label: list(group.tools) for group in groups},
+            tokens=sum(entry.tokens for entry in entries),
         )
 
     def with_group(self, group: ManifestGroup) -> Discovery:
@@ -92,6 +94,7 @@ class Discovery:
             by_name={**self.by_name, **extra.by_name},
             by_original_name=by_original,
             by_group={**self.by_group, **extra.by_group},
+            tokens=self.tokens + extra.tokens,
         )
 
 

@@ -171,8 +171,14 @@ def _describe_exception(exc: BaseException) -> str:
 class McpManager:
     """All configured servers and the catalog snapshot built from what they list."""
 
-    def __init__(self, config: Config, targets: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        targets: dict[str, Any] | None = None,
+        on_call: Callable[[str, float, bool], None] | None = None,
+    ) -> None:
         self.config = config
+        self._on_call = on_call
         self.connections = {
             name: ServerConnection(name, server, config, self._rebuild, (targets or {}).get(name))
             for name, server in config.mcp_servers.items()
@@ -194,6 +200,13 @@ class McpManager:
 
     async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
+        started = time.perf_counter()
+        text, failed = await self._call_tool(server, tool, arguments)
+        if self._on_call is not None:
+            self._on_call(server, time.perf_counter() - started, failed)
+        return text, failed
+
+    async def _call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         limit = self.config.tool_result_max_chars
         connection = self.connections.get(server)
         if connection is None:

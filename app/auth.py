@@ -1,0 +1,47 @@
+"""Gateway keys: with `auth.api_keys` set, every endpoint but `/healthz` needs `Authorization: Bearer <key>`.
+
+A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
+constant time, each one, so timing tells nothing about which key or how much of it matched.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+class ApiKeyMiddleware:
+    def __init__(self, app: ASGIApp, api_keys: list[str]) -> None:
+        self.app = app
+        self.keys = [key.encode() for key in api_keys if key]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._allowed(scope):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {
+                "error": {
+                    "message": "Missing or invalid API key: send 'Authorization: Bearer <key>' with a gateway key.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            }
+        ).encode()
+        headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _allowed(self, scope: Scope) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        if scheme.lower() != b"bearer":
+            return False
+        token = token.strip()
+        matches = [hmac.compare_digest(token, key) for key in self.keys]
+        return any(matches)

@@ -1,0 +1,84 @@
+"""Metrics (Prometheus text format) and the per-request log line, plain or JSON.
+
+Each gateway owns its registry, so several gateways in one process (tests, embedding) never share counters.
+The log line carries what an operator needs to follow a request: id, model, provider, rounds, searches,
+tools found and called, MCP errors, latencies and tokens; never a key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("toolsift_requests", "Chat requests by HTTP status", ["status", "stream"], registry=r)
+        self.rounds = Counter("toolsift_rounds", "Upstream rounds", registry=r)
+        self.searches = Counter("toolsift_search_calls", "search_tools calls answered", registry=r)
+        self.discovered = Counter("toolsift_tools_discovered", "Tools loaded by search_tools", registry=r)
+        self.prefetched = Counter("toolsift_tools_prefetched", "Tools loaded by prefetch", registry=r)
+        self.tokens_saved = Counter(
+            "toolsift_tool_tokens_saved", "Estimated tool-definition tokens not sent upstream", registry=r
+        )
+        self.mcp_calls = Histogram(
+            "toolsift_mcp_call_seconds", "MCP tool call latency", ["server"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.mcp_errors = Counter("toolsift_mcp_errors", "MCP tool calls that failed", ["server"], registry=r)
+        self.upstream = Histogram(
+            "toolsift_upstream_seconds", "Upstream time per request", ["provider"], buckets=LATENCY_BUCKETS, registry=r
+        )
+
+    def record_mcp_call(self, server: str, seconds: float, failed: bool) -> None:
+        self.mcp_calls.labels(server).observe(seconds)
+        if failed:
+            self.mcp_errors.labels(server).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line; a request line's fields become top-level keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry["event"] = getattr(record, "event", "")
+            entry.update(fields)
+        else:
+            entry["message"] = record.getMessage()
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str, log_format: str) -> None:
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any]) -> None:
+    """Log `event key=value ...` (plain) or as JSON keys (with JsonFormatter)."""
+    text = " ".join(f"{key}={value}" for key, value in fields.items())
+    logger.info("%s %s", event, text, extra={"fields": fields, "event": event})
