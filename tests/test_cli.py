@@ -1,23 +1,109 @@
-"""`toolsift search` ranks exactly as search_tools and bench/retrieval.py do (one code path)."""
+"""Every `toolsift` subcommand through the real entry point, as a user runs it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from app.catalog import build_catalog
 from app.config import load_config
 from app.discovery.search import Discovery, rank_tools
 from app.request_tools import mcp_groups
-from tests.conftest import ROOT, load_example
+from tests.conftest import ROOT, SERVERS, load_example
+
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+
+
+@pytest.fixture(scope="module")
+def small_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = {
+        "providers": {"openai": {"api_key": "${OPENAI_API_KEY}"}, "claude": {"type": "anthropic", "api_key": "x"}},
+        "default_provider": "openai",
+        "models": {"fast": {"provider": "openai", "model": "gpt-4.1-mini", "fallbacks": ["claude"]},
+                   "claude": {"provider": "claude", "model": "claude-sonnet-4-5"}},
+        "mcpServers": {
+            "weather": {"command": "python", "args": [str(SERVERS / "weather.py")]},
+            "finance": {"command": "python", "args": [str(SERVERS / "finance.py")], "defer_loading": True},
+        },
+        "tool_sets": {"money": {"servers": {"finance": ["convert_currency"]}}},
+    }  # fmt: skip
+    path = tmp_path_factory.mktemp("cli") / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TOOLSIFT, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_help_lists_every_subcommand() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("serve", "check", "tools", "manifest", "search", "models"):
+        assert command in result.stdout
+    assert "--config" in run("tools", "--help").stdout
+
+
+def test_check_reports_every_server(small_config: Path) -> None:
+    result = run("check", "--config", str(small_config))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "config: ok"
+    assert lines[1].split() == ["server", "transport", "state", "tools", "status", "error"]
+    assert lines[2].split() == ["weather", "stdio", "up", "4", "loaded"]
+    assert lines[3].split() == ["finance", "stdio", "up", "7", "deferred"]
+    assert "connected 2/2" in result.stderr, "progress lines when not on a terminal"
+
+
+def test_check_fails_on_a_dead_server_and_on_a_bad_config(tmp_path: Path, small_config: Path) -> None:
+    config = json.loads(small_config.read_text())
+    config["mcpServers"]["ghost"] = {"command": "toolsift-no-such-server", "defer_loading": True}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("check", "--config", str(path))
+    assert result.returncode == 1
+    ghost = next(line for line in result.stdout.splitlines() if line.startswith("ghost"))
+    assert "down" in ghost and len(ghost.split()) > 5, "the error is shown"
+    path.write_text(json.dumps({"mcpServers": {"x": {}}}))
+    bad = run("check", "--config", str(path))
+    assert bad.returncode == 2 and "mcpServers.x: set exactly one of" in bad.stderr
+
+
+def test_tools_lists_names_status_and_respects_tool_sets(small_config: Path) -> None:
+    result = run("tools", "--config", str(small_config), "--tool-set", "money")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split()[:3] for line in result.stdout.splitlines()[1:]]
+    assert rows == [["finance__convert_currency", "finance", "deferred"]]
+    unknown = run("tools", "--config", str(small_config), "--tool-set", "nope")
+    assert unknown.returncode == 2 and "Available tool sets: money" in unknown.stderr
+
+
+def test_manifest_prints_the_search_tools_description_and_tokens(small_config: Path) -> None:
+    result = run("manifest", "--config", str(small_config))
+    assert result.returncode == 0, result.stderr
+    assert "<manifest>\n- finance (7 tools): convert_currency" in result.stdout
+    assert "search_tools definition:" in result.stderr and "tokens" in result.stderr
+
+
+def test_models_lists_routes(small_config: Path) -> None:
+    result = run("models", "--config", str(small_config))
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert lines[1].split() == ["fast", "openai", "openai", "gpt-4.1-mini", "claude"]
+    assert lines[2].split() == ["claude", "claude", "anthropic", "claude-sonnet-4-5", "-"]
+    assert "provider 'openai' unchanged" in result.stdout
 
 
 async def _in_process_ranking(query: str, k: int) -> list[str]:
     from fastmcp import Client
 
     config = load_config(ROOT / "config.json", environ={})
-    listings = {}
+    listings: dict[str, Any] = {}
     for name, server in config.mcp_servers.items():
         module = load_example(Path(server.args[0]).stem)
         async with Client(module.mcp) as client:
@@ -29,24 +115,10 @@ async def _in_process_ranking(query: str, k: int) -> list[str]:
 
 async def test_cli_search_agrees_with_the_library_ranking() -> None:
     query = "free time in my calendar next week"
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "toolsift"),
-            "search",
-            query,
-            "-k",
-            "4",
-            "--config",
-            str(ROOT / "config.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    result = run("search", query, "-k", "4", "--config", str(ROOT / "config.json"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[0].split() == ["#", "score", "tool", "description"]
-    printed = [line.split()[2] for line in lines[1:]]
+    assert lines[0].split() == ["#", "score", "match", "tool", "description"]
+    printed = [line.split()[3] for line in lines[1:]]
     assert printed == await _in_process_ranking(query, 4)
     assert printed[0] == "calendar__find_free_slots"

@@ -179,6 +179,7 @@ class McpManager:
     ) -> None:
         self.config = config
         self._on_call = on_call
+        self.on_started: Callable[[str, str], None] | None = None  # progress: (server, state) as each one settles
         self.connections = {
             name: ServerConnection(name, server, config, self._rebuild, (targets or {}).get(name))
             for name, server in config.mcp_servers.items()
@@ -193,7 +194,12 @@ class McpManager:
         self.catalog = build_catalog(self.config, listings, self._version)
 
     async def start(self) -> None:
-        await asyncio.gather(*(connection.start() for connection in self.connections.values()))
+        async def start_one(connection: ServerConnection) -> None:
+            await connection.start()
+            if self.on_started is not None:
+                self.on_started(connection.name, connection.state.value)
+
+        await asyncio.gather(*(start_one(connection) for connection in self.connections.values()))
 
     async def stop(self) -> None:
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))

@@ -1,0 +1,166 @@
+"""The inspection subcommands: check, tools, manifest, search, models.
+
+Each starts the configured MCP servers (showing progress), answers from the same code the gateway runs, and
+stops them again. Output is plain text tables, so it reads well in a terminal and greps well in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from app import tokens
+from app.catalog import ToolEntry, select_mcp_tools
+from app.config import Config
+from app.discovery.search import Discovery, scored_tools
+from app.mcp.connections import McpManager, ServerState
+from app.protocol import ChatCompletionRequest, GatewayError
+from app.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
+
+
+@asynccontextmanager
+async def connected(config: Config) -> Any:
+    """All configured servers connected, with one progress line per server (a live counter on a terminal)."""
+    logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s")
+    manager = McpManager(config)
+    total, done = len(manager.connections), 0
+    live = sys.stderr.isatty()
+
+    def report(name: str, state: str) -> None:
+        nonlocal done
+        done += 1
+        if live:
+            end = "\n" if done == total else ""
+            print(f"\rconnecting MCP servers: {done}/{total} ({name}: {state})\033[K", end=end, file=sys.stderr)
+        else:
+            print(f"connected {done}/{total}: {name} {state}", file=sys.stderr)
+
+    manager.on_started = report
+    if total and not live:
+        print(f"connecting {total} MCP servers...", file=sys.stderr)
+    await manager.start()
+    try:
+        yield manager
+    finally:
+        await manager.stop()
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> Iterator[str]:
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [max([len(title), *(len(row[i]) for row in cells)]) for i, title in enumerate(header)]
+    yield "  ".join(title.ljust(width) for title, width in zip(header, widths, strict=True)).rstrip()
+    for row in cells:
+        yield "  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip()
+
+
+def _short(text: str, limit: int = 70) -> str:
+    line = text.strip().split("\n")[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+async def check(config: Config, _: argparse.Namespace) -> int:
+    async with connected(config) as manager:
+        health = manager.health()
+    rows = [
+        (name, h["transport"], h["state"], h["tools"], "deferred" if h["deferred"] else "loaded", h["error"] or "")
+        for name, h in health.items()
+    ]
+    print("config: ok")
+    for line in table(rows, ["server", "transport", "state", "tools", "status", "error"]):
+        print(line)
+    down = [name for name, h in health.items() if h["state"] == ServerState.DOWN.value]
+    if down:
+        print(f"{len(down)} server(s) down: {', '.join(down)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def tools(config: Config, args: argparse.Namespace) -> int:
+    async with connected(config) as manager:
+        entries = _select(manager, config, args.tool_set)
+    if entries is None:
+        return 2
+    if args.server:
+        entries = [entry for entry in entries if entry.server == args.server]
+    rows = [(e.name, e.server, "deferred" if e.deferred else "loaded", _short(e.description, 60)) for e in entries]
+    for line in table(rows, ["tool", "server", "status", "description"]):
+        print(line)
+    return 0
+
+
+async def manifest(config: Config, args: argparse.Namespace) -> int:
+    async with connected(config) as manager:
+        request = ChatCompletionRequest.model_validate(
+            {"model": "-", "messages": [{"role": "user", "content": "-"}], "tool_set": args.tool_set}
+        )
+        try:
+            request_tools = prepare_request_tools(
+                manager.catalog, config, request, DiscoveryCache(config.tool_discovery.manifest_max_tokens)
+            )
+        except GatewayError as exc:
+            print(f"toolsift: {exc.message}", file=sys.stderr)
+            return 2
+    if request_tools.discovery is None:
+        print("Nothing is deferred: every tool is sent as is, without search_tools.")
+        return 0
+    definition = request_tools.discovery.definition
+    print(definition["function"]["description"])
+    kind = "o200k_base tokens" if tokens.exact() else "estimated tokens"
+    print(f"\nsearch_tools definition: {tokens.count_tools([definition]):,} {kind}", file=sys.stderr)
+    return 0
+
+
+async def search(config: Config, args: argparse.Namespace) -> int:
+    async with connected(config) as manager:
+        entries = _select(manager, config, args.tool_set)
+    if entries is None:
+        return 2
+    if not entries:
+        print("no tools to search", file=sys.stderr)
+        return 1
+    discovery = Discovery.build(mcp_groups(manager.catalog, entries), config.tool_discovery.manifest_max_tokens)
+    if args.server is not None and args.server not in discovery.by_group:
+        print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(discovery.by_group)}", file=sys.stderr)
+        return 2
+    best = discovery.index.best_possible(args.query)
+    results = scored_tools(discovery, args.query, args.server, args.k or config.tool_discovery.max_search_results)
+    if not results:
+        print(f"No tools found matching {args.query!r}.")
+        return 1
+    rows = [
+        (
+            position,
+            f"{score:.2f}",
+            f"{min(score / best, 1):.0%}" if best else "-",
+            entry.name,
+            _short(entry.description),
+        )
+        for position, (entry, score) in enumerate(results, 1)
+    ]
+    for line in table(rows, ["#", "score", "match", "tool", "description"]):
+        print(line)
+    return 0
+
+
+def models(config: Config, _: argparse.Namespace) -> int:
+    rows = [
+        (alias, model.provider, config.providers[model.provider].type, model.model, ", ".join(model.fallbacks) or "-")
+        for alias, model in config.models.items()
+    ]
+    for line in table(rows, ["model", "provider", "type", "upstream model", "fallbacks"]):
+        print(line)
+    if config.default_provider:
+        print(f"\nany other model name goes to provider '{config.default_provider}' unchanged")
+    return 0
+
+
+def _select(manager: McpManager, config: Config, tool_set: str | None) -> list[ToolEntry] | None:
+    try:
+        return select_mcp_tools(manager.catalog, config, tool_set)
+    except GatewayError as exc:
+        print(f"toolsift: {exc.message}", file=sys.stderr)
+        return None
