@@ -7,12 +7,12 @@ RUN useradd --create-home --uid 10001 toolsift
 
 # Dependencies first, from pyproject.toml alone, so code changes reuse this layer.
 COPY pyproject.toml README.md ./
-RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir . && rm -rf app build
+RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir '.[tokens]' && rm -rf app build
 
 COPY app ./app
 COPY examples ./examples
 COPY config.json ./
-RUN pip install --no-cache-dir --no-deps . && rm -rf build
+RUN pip install --no-cache-dir --no-deps '.[tokens]' && rm -rf build
 
 USER toolsift
 EXPOSE 8000
