@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("-k", type=int, default=None, help="how many results (default: max_search_results)")
     search.add_argument("--tool-set", help="search within this tool set")
     _command(commands, "models", "list the routed models")
+    front = _command(commands, "mcp", "serve every configured MCP server as one MCP server, over stdio")
+    front.add_argument("--stdio", action="store_true", required=True, help="speak MCP on stdin/stdout")
+    front.add_argument("--mode", choices=["lazy", "proxy", "full"], help="exposure mode (default: mcp_front.mode)")
+    front.add_argument("--tool-set", help="only this tool set's tools")
     return parser
 
 

@@ -158,6 +158,25 @@ def models(config: Config, _: argparse.Namespace) -> int:
     return 0
 
 
+async def mcp(config: Config, args: argparse.Namespace) -> int:
+    """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
+    from app.mcp_front import build_front
+
+    logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    manager = McpManager(config)
+    await manager.start()
+    try:
+        try:
+            front = build_front(manager, config, args.mode or config.mcp_front.mode, args.tool_set)
+        except GatewayError as exc:
+            print(f"toolsift: {exc.message}", file=sys.stderr)
+            return 2
+        await front.run_stdio_async(show_banner=False, log_level="WARNING")
+        return 0
+    finally:
+        await manager.stop()
+
+
 def _select(manager: McpManager, config: Config, tool_set: str | None) -> list[ToolEntry] | None:
     try:
         return select_mcp_tools(manager.catalog, config, tool_set)

@@ -130,6 +130,10 @@ class ToolSetConfig(_Strict):
     servers: dict[str, ServerSelection]
 
 
+class McpFrontConfig(_Strict):
+    mode: Literal["lazy", "proxy", "full"] = "lazy"
+
+
 class AuthConfig(_Strict):
     api_keys: list[str] = Field(default_factory=list)
 
@@ -149,6 +153,7 @@ class Config(_Strict):
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
+    mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)

@@ -204,6 +204,21 @@ class McpManager:
     async def stop(self) -> None:
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
 
+    async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """The backend's own result (for the MCP front, which passes content through unchanged)."""
+        connection = self.connections.get(server)
+        if connection is None:
+            raise ServerUnavailable(f"unknown MCP server '{server}'")
+        started = time.perf_counter()
+        failed = True
+        try:
+            result = await connection.call(tool, arguments)
+            failed = bool(result.is_error)
+            return result
+        finally:
+            if self._on_call is not None:
+                self._on_call(server, time.perf_counter() - started, failed)
+
     async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
         started = time.perf_counter()
