@@ -106,6 +106,33 @@ def generated_listings(count: int, seed: int = 7) -> dict[str, list[Any]]:
     return listings
 
 
+def mcp_connect_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[int, int]:
+    """An MCP client's `tools/list` at connect time: every server directly vs toolsift's lazy front."""
+    direct = [_mcp_shape(tool) for tools in listings.values() for tool in tools]
+    catalog = build_catalog(config, listings, version=1)
+    request_tools = prepare_request_tools(
+        catalog, config, REQUEST, DiscoveryCache(config.tool_discovery.manifest_max_tokens)
+    )
+    lazy = [
+        {
+            "name": d["function"]["name"],
+            "description": d["function"]["description"],
+            "inputSchema": d["function"]["parameters"],
+        }
+        for d in request_tools.definitions()
+    ]
+    return tokens.count_text(json.dumps(direct, ensure_ascii=False)), tokens.count_text(
+        json.dumps(lazy, ensure_ascii=False)
+    )
+
+
+def _mcp_shape(tool: Any) -> dict[str, Any]:
+    if hasattr(tool, "model_dump"):
+        dumped: dict[str, Any] = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return dumped
+    return {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tool-retrieval data (default: ../shared/data)")
@@ -130,6 +157,14 @@ def main() -> None:
         off, on, loaded = first_call_tokens(config, listings)
         cut = 1 - on / off if off else 0.0
         print(f"{label:<28} {tool_count:>6} {off:>14,} {on:>13,} {loaded:>10} {cut:>7.1%}")
+
+    print(f"\nMCP clients: tools/list at connect time, straight to the servers vs toolsift's lazy front ({unit})\n")
+    header = f"{'catalog':<28} {'direct':>10} {'lazy front':>11} {'cut':>7}"
+    print(header)
+    print("-" * len(header))
+    for label, config, listings in rows:
+        direct, lazy = mcp_connect_tokens(config, listings)
+        print(f"{label:<28} {direct:>10,} {lazy:>11,} {1 - lazy / direct:>7.1%}")
 
 
 if __name__ == "__main__":
