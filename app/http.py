@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.auth import ApiKeyMiddleware
 from app.gateway import Gateway
 from app.loop import ChatLoop
+from app.mcp_http import HttpFront, McpPathDispatch
 from app.observability import METRICS_CONTENT_TYPE, log_fields
 from app.protocol import GatewayError, error_body, parse_chat_request
 from app.sse import EventStreamResponse
@@ -31,16 +32,21 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 def create_app(gateway: Gateway) -> FastAPI:
+    mcp_front = HttpFront(gateway.config)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            yield
+            mcp_front.populate(gateway.mcp)
+            async with mcp_front.lifespan():
+                yield
         finally:
             await gateway.stop()
 
     app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.gateway = gateway
+    app.add_middleware(McpPathDispatch, front=mcp_front)
     if gateway.config.auth.api_keys:
         app.add_middleware(ApiKeyMiddleware, api_keys=gateway.config.auth.api_keys)
 

@@ -150,6 +150,23 @@ class NotYetEnabled(Middleware):
 
 
 def build_front(manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None) -> FastMCP:
+    front = new_front()
+    populate(front, manager, config, mode, tool_set)
+    return front
+
+
+def new_front(auth: Any = None) -> FastMCP:
+    return FastMCP(
+        "toolsift",
+        instructions="One MCP server for many: search_tools finds and enables the tools you need.",
+        auth=auth,
+    )
+
+
+def populate(
+    front: FastMCP, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
+) -> None:
+    """Add the tools of `mode` to `front`, from the catalog as it is now; `note` is added to search_tools."""
     entries = select_mcp_tools(manager.catalog, config, tool_set)
     deferred = [entry for entry in entries if entry.deferred]
     loaded = [entry for entry in entries if not entry.deferred]
@@ -159,13 +176,10 @@ def build_front(manager: McpManager, config: Config, mode: Mode, tool_set: str |
         else None
     )
     limit = config.tool_discovery.max_search_results
-    front = FastMCP(
-        "toolsift", instructions="One MCP server for many: search_tools finds and enables the tools you need."
-    )
     if mode == "full" or discovery is None:
         for entry in entries:
             front.add_tool(_forwarded(entry, manager))
-        return front
+        return
     search = discovery.definition["function"]
     if mode == "lazy":
         for entry in entries:
@@ -175,13 +189,15 @@ def build_front(manager: McpManager, config: Config, mode: Mode, tool_set: str |
         lazy._discovery, lazy._limit = discovery, limit
         front.add_tool(lazy)
         front.add_middleware(NotYetEnabled({entry.name for entry in deferred}, discovery))
-        return front
+        return
     for entry in loaded:
         front.add_tool(_forwarded(entry, manager))
     proxy_description = search_tool_definition(list(discovery.groups), discovery.manifest)["function"]["description"]
     proxy_description = proxy_description.replace(
         "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
     )
+    if note:
+        proxy_description = proxy_description.replace("\n\n<manifest>", f" {note}\n\n<manifest>", 1)
     proxy_search = ProxySearch(name=SEARCH_TOOL_NAME, description=proxy_description, parameters=search["parameters"])
     proxy_search._discovery, proxy_search._limit = discovery, limit
     front.add_tool(proxy_search)
@@ -196,7 +212,6 @@ def build_front(manager: McpManager, config: Config, mode: Mode, tool_set: str |
     )
     call._entries, call._manager = {entry.name: entry for entry in entries}, manager
     front.add_tool(call)
-    return front
 
 
 def _forwarded(entry: ToolEntry, manager: McpManager, tags: set[str] | None = None) -> ForwardedTool:

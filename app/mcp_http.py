@@ -1,0 +1,112 @@
+"""The MCP front over streamable HTTP at `/mcp`, in the same process as the chat-completions API.
+
+MCP's 2026-07-28 protocol is sessionless over HTTP, so "this session" needs a client identity: the gateway
+key is it. Each key's searches enable tools for that key only; with no gateway keys configured there is no
+identity, so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
+set's tools only; one front per tool set, built when the gateway starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastmcp.server.auth import AccessToken, TokenVerifier
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.config import Config
+from app.mcp.connections import McpManager
+from app.mcp_front import Mode, new_front, populate
+
+PATH = "/mcp"
+NO_IDENTITY_NOTE = (
+    "(This HTTP endpoint has no client identity, since no gateway keys are configured, so found tools are not "
+    "added to your tool list: run them with call_tool.)"
+)
+
+
+class GatewayKeyVerifier(TokenVerifier):
+    """A gateway key is the MCP client's identity: one identity per key, never the key itself."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__()
+        self.keys = [key.encode() for key in keys if key]
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        given = token.encode()
+        matches = [hmac.compare_digest(given, key) for key in self.keys]
+        if not any(matches):
+            return None
+        client = "gateway-key-" + hashlib.sha256(given).hexdigest()[:12]
+        return AccessToken(token=token, client_id=client, scopes=[])
+
+
+class HttpFront:
+    """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        keys = config.auth.api_keys
+        self.mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
+        self.note = NO_IDENTITY_NOTE if self.mode != config.mcp_front.mode else ""
+        self.fronts = {
+            name: new_front(GatewayKeyVerifier(keys) if keys else None) for name in [None, *config.tool_sets]
+        }
+        self.apps: dict[str | None, Any] = {name: front.http_app(path=PATH) for name, front in self.fronts.items()}
+
+    def populate(self, manager: McpManager) -> None:
+        for name, front in self.fronts.items():
+            populate(front, manager, self.config, self.mode, name, self.note)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for app in self.apps.values():
+                await stack.enter_async_context(app.router.lifespan_context(app))
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = parse_qs((scope.get("query_string") or b"").decode())
+        tool_set = (query.get("tool_set") or [None])[0]
+        app = self.apps.get(tool_set)
+        if app is None:
+            await _unknown_tool_set(send, tool_set, list(self.config.tool_sets))
+            return
+        await app(scope, receive, send)
+
+
+class McpPathDispatch:
+    """Sends `/mcp` to the MCP front and everything else to the API, before routing."""
+
+    def __init__(self, app: ASGIApp, front: HttpFront) -> None:
+        self.app = app
+        self.front = front
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (scope["path"] == PATH or scope["path"].startswith(PATH + "/")):
+            await self.front(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _unknown_tool_set(send: Send, name: str | None, available: list[str]) -> None:
+    message = (
+        f"Unknown tool_set {name!r}. Available tool sets: {', '.join(sorted(available)) or 'none are configured'}."
+    )
+    body = json.dumps(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "tool_set",
+                "code": "unknown_tool_set",
+            }
+        }
+    )
+    await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body.encode()})

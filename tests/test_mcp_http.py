@@ -1,0 +1,122 @@
+"""The MCP front over streamable HTTP at /mcp of `toolsift serve`: the gateway key is the client's identity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from tests.conftest import SERVERS
+from tests.scripted_upstream import free_port
+from tests.test_mcp_front import ListChanged, text
+
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+
+
+def _serve(tmp: Path, **extra: Any) -> Iterator[str]:
+    config = {
+        "mcpServers": {
+            "weather": {"command": "python", "args": [str(SERVERS / "weather.py")]},
+            "finance": {"command": "python", "args": [str(SERVERS / "finance.py")], "defer_loading": True},
+        },
+        "tool_sets": {"money": {"servers": {"finance": ["convert_currency"]}}},
+        **extra,
+    }
+    path = tmp / "config.json"
+    path.write_text(json.dumps(config))
+    port = free_port()
+    process = subprocess.Popen(
+        [TOOLSIFT, "serve", "--config", str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("gateway did not start")
+        time.sleep(0.1)
+    yield base
+    process.terminate()
+    process.wait(15)
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory.mktemp("keyed"), auth={"api_keys": ["key-alice", "key-bob"]})
+
+
+@pytest.fixture(scope="module")
+def open_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory.mktemp("open"))
+
+
+def client(url: str, key: str | None = None, handler: Any = None) -> Client[Any]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return Client(StreamableHttpTransport(url, headers=headers), message_handler=handler, timeout=30)
+
+
+async def names(connected: Client[Any]) -> list[str]:
+    return sorted(tool.name for tool in await connected.list_tools())
+
+
+async def test_lazy_over_http_is_per_gateway_key(keyed: str) -> None:
+    changes = ListChanged()
+    async with client(f"{keyed}/mcp", "key-alice", changes) as alice, client(f"{keyed}/mcp", "key-bob") as bob:
+        assert len(await names(alice)) == 5 and "search_tools" in await names(alice)
+        found = await alice.call_tool_mcp("search_tools", {"tool_names": ["convert_currency"]})
+        assert "finance__convert_currency" in text(found)
+        for _ in range(50):
+            if changes.count:
+                break
+            await asyncio.sleep(0.05)
+        assert changes.count >= 1
+        assert "finance__convert_currency" in await names(alice)
+        assert "finance__convert_currency" not in await names(bob), "another key is another client"
+        ran = await alice.call_tool_mcp(
+            "finance__convert_currency", {"amount": 4, "from_currency": "USD", "to_currency": "GBP"}
+        )
+        assert not ran.is_error and "GBP" in text(ran)
+
+
+async def test_http_front_needs_a_key_and_honours_tool_sets(keyed: str) -> None:
+    refused = httpx.post(f"{keyed}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+    async with client(f"{keyed}/mcp?tool_set=money", "key-bob") as money:
+        assert await names(money) == ["search_tools"]
+        found = await money.call_tool_mcp("search_tools", {"server_name": "finance"})
+        assert "convert_currency" in text(found) and "get_stock_quote" not in text(found)
+    unknown = httpx.post(f"{keyed}/mcp?tool_set=nope", json={}, headers={"Authorization": "Bearer key-bob"})
+    assert unknown.status_code == 400 and "Available tool sets: money" in unknown.text
+
+
+async def test_without_keys_http_serves_proxy_mode_and_says_so(open_gateway: str) -> None:
+    async with client(f"{open_gateway}/mcp") as anonymous:
+        tools = {tool.name: tool for tool in await anonymous.list_tools()}
+        assert "call_tool" in tools and "no client identity" in (tools["search_tools"].description or "")
+        ran = await anonymous.call_tool_mcp(
+            "call_tool",
+            {
+                "name": "finance__convert_currency",
+                "arguments": {"amount": 1, "from_currency": "EUR", "to_currency": "JPY"},
+            },
+        )
+        assert not ran.is_error and "JPY" in text(ran)
