@@ -160,18 +160,21 @@ def models(config: Config, _: argparse.Namespace) -> int:
 
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
-    from app.mcp_front import build_front
+    from app.mcp_front import Front
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     manager = McpManager(config)
     await manager.start()
     try:
+        mode = args.mode or config.mcp_front.mode
+        front = Front()
         try:
-            front = build_front(manager, config, args.mode or config.mcp_front.mode, args.tool_set)
+            front.populate(manager, config, mode, args.tool_set)
         except GatewayError as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
-        await front.run_stdio_async(show_banner=False, log_level="WARNING")
+        front.keep_in_sync(manager, config, mode, args.tool_set)
+        await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
         return 0
     finally:
         await manager.stop()

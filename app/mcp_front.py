@@ -13,12 +13,14 @@ API, exposed three ways:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jsonschema
+import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
-from fastmcp.server.dependencies import get_context
+from fastmcp.server.dependencies import get_access_token, get_context
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
@@ -33,7 +35,6 @@ from app.request_tools import mcp_groups
 Mode = Literal["lazy", "proxy", "full"]
 DEFERRED_TAG = "toolsift-deferred"
 CALL_TOOL_NAME = "call_tool"
-ENABLED_STATE = "toolsift_enabled"  # the tools a session's searches enabled
 
 
 class ForwardedTool(Tool):
@@ -64,15 +65,15 @@ class LazySearch(Tool):
 
     _discovery: Discovery = PrivateAttr()
     _limit: int = PrivateAttr()
+    _state: FrontState = PrivateAttr()
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        context = get_context()
-        enabled = set(await context.get_state(ENABLED_STATE) or [])
+        enabled = self._state.enabled.setdefault(client_identity(), set())
         outcome = run_search(arguments, self._discovery, lambda name: name in enabled, self._limit)
         names = {entry.name for entry in outcome.found}
         if names:
-            await context.set_state(ENABLED_STATE, sorted(enabled | names))
-            await context.enable_components(names=names)
+            enabled.update(names)
+            await get_context().enable_components(names=names)
         return ToolResult(content=outcome.text)
 
 
@@ -125,82 +126,125 @@ class ProxyCall(Tool):
         return await _forward(self._manager, entry, tool_arguments)
 
 
-class NotYetEnabled(Middleware):
-    """A deferred tool called before `search_tools` enabled it gets guidance, not a bare 'unknown tool'."""
+@dataclass
+class FrontState:
+    """What a front currently serves; replaced in place when the backends' tools change."""
 
-    def __init__(self, deferred: set[str], discovery: Discovery | None) -> None:
-        self.deferred = deferred
-        self.discovery = discovery
+    version: int = -1
+    deferred: set[str] = field(default_factory=set)
+    discovery: Discovery | None = None
+    tool_names: list[str] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)  # client identity -> catalog version it last saw
+    enabled: dict[str, set[str]] = field(default_factory=dict)  # client identity -> tools its searches enabled
+
+
+def client_identity() -> str:
+    """Who is calling: the authenticated client over HTTP; over stdio the process has a single client."""
+    token = get_access_token()
+    return token.client_id if token is not None else "local"
+
+
+class FrontMiddleware(Middleware):
+    """Tells a session its tool list changed (on its next request, the only channel a sessionless protocol
+    has), and gives guidance when a deferred tool is called before `search_tools` enabled it."""
+
+    def __init__(self, state: FrontState) -> None:
+        self.state = state
+
+    async def on_request(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        session = context.fastmcp_context
+        if session is not None:
+            client = client_identity()
+            seen = self.state.seen.get(client)
+            if seen != self.state.version:
+                if seen is not None:
+                    await session.send_notification(mcp_types.ToolListChangedNotification())
+                self.state.seen[client] = self.state.version
+        return await call_next(context)
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         try:
             return await call_next(context)
         except NotFoundError:
             name = context.message.name
-            if name in self.deferred:
+            if name in self.state.deferred:
                 text = f"Error: Tool '{name}' is not enabled yet. Call search_tools with tool_names [\"{name}\"] first."
             else:
-                hint = (
-                    run_search({"tool_names": [name]}, self.discovery, lambda _: False, 3).text
-                    if self.discovery
-                    else ""
-                )
+                discovery = self.state.discovery
+                hint = run_search({"tool_names": [name]}, discovery, lambda _: False, 3).text if discovery else ""
                 text = f"Error: Unknown tool '{name}'. {hint}".strip()
             return ToolResult(content=text, is_error=True)
 
 
-def build_front(manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None) -> FastMCP:
-    front = new_front()
-    populate(front, manager, config, mode, tool_set)
-    return front
+class Front:
+    """One MCP server over the catalog: its tools follow the backends, its sessions are told when they change."""
+
+    def __init__(self, auth: Any = None) -> None:
+        self.state = FrontState()
+        self.server = FastMCP(
+            "toolsift",
+            instructions="One MCP server for many: search_tools finds and enables the tools you need.",
+            auth=auth,
+        )
+        self.server.add_middleware(FrontMiddleware(self.state))
+        self.server.disable(tags={DEFERRED_TAG})
+
+    def populate(
+        self, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
+    ) -> None:
+        """Serve the tools of `mode` from the catalog as it is now; `note` is added to proxy's search_tools."""
+        entries = select_mcp_tools(manager.catalog, config, tool_set)
+        deferred = [entry for entry in entries if entry.deferred]
+        discovery = (
+            Discovery.build(mcp_groups(manager.catalog, deferred), config.tool_discovery.manifest_max_tokens)
+            if deferred
+            else None
+        )
+        tools = _tools(entries, discovery, manager, mode, config.tool_discovery.max_search_results, note, self.state)
+        for name in self.state.tool_names:
+            self.server.local_provider.remove_tool(name)
+        for tool in tools:
+            self.server.add_tool(tool)
+        self.state.tool_names = [tool.name for tool in tools]
+        self.state.deferred = {entry.name for entry in deferred} if mode == "lazy" else set()
+        self.state.discovery = discovery
+        self.state.version = manager.catalog.version
+
+    def keep_in_sync(
+        self, manager: McpManager, config: Config, mode: Mode, tool_set: str | None, note: str = ""
+    ) -> None:
+        def rebuild() -> None:
+            if self.state.version != manager.catalog.version:
+                self.populate(manager, config, mode, tool_set, note)
+
+        manager.listeners.append(rebuild)
 
 
-def new_front(auth: Any = None) -> FastMCP:
-    return FastMCP(
-        "toolsift",
-        instructions="One MCP server for many: search_tools finds and enables the tools you need.",
-        auth=auth,
-    )
-
-
-def populate(
-    front: FastMCP, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
-) -> None:
-    """Add the tools of `mode` to `front`, from the catalog as it is now; `note` is added to search_tools."""
-    entries = select_mcp_tools(manager.catalog, config, tool_set)
-    deferred = [entry for entry in entries if entry.deferred]
-    loaded = [entry for entry in entries if not entry.deferred]
-    discovery = (
-        Discovery.build(mcp_groups(manager.catalog, deferred), config.tool_discovery.manifest_max_tokens)
-        if deferred
-        else None
-    )
-    limit = config.tool_discovery.max_search_results
+def _tools(
+    entries: list[ToolEntry],
+    discovery: Discovery | None,
+    manager: McpManager,
+    mode: Mode,
+    limit: int,
+    note: str,
+    state: FrontState,
+) -> list[Tool]:
     if mode == "full" or discovery is None:
-        for entry in entries:
-            front.add_tool(_forwarded(entry, manager))
-        return
+        return [_forwarded(entry, manager) for entry in entries]
     search = discovery.definition["function"]
     if mode == "lazy":
-        for entry in entries:
-            front.add_tool(_forwarded(entry, manager, tags={DEFERRED_TAG} if entry.deferred else None))
-        front.disable(tags={DEFERRED_TAG})
         lazy = LazySearch(name=SEARCH_TOOL_NAME, description=search["description"], parameters=search["parameters"])
-        lazy._discovery, lazy._limit = discovery, limit
-        front.add_tool(lazy)
-        front.add_middleware(NotYetEnabled({entry.name for entry in deferred}, discovery))
-        return
-    for entry in loaded:
-        front.add_tool(_forwarded(entry, manager))
-    proxy_description = search_tool_definition(list(discovery.groups), discovery.manifest)["function"]["description"]
-    proxy_description = proxy_description.replace(
+        lazy._discovery, lazy._limit, lazy._state = discovery, limit, state
+        tagged = [_forwarded(entry, manager, {DEFERRED_TAG} if entry.deferred else None) for entry in entries]
+        return [*tagged, lazy]
+    description = search_tool_definition(list(discovery.groups), discovery.manifest)["function"]["description"]
+    description = description.replace(
         "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
     )
     if note:
-        proxy_description = proxy_description.replace("\n\n<manifest>", f" {note}\n\n<manifest>", 1)
-    proxy_search = ProxySearch(name=SEARCH_TOOL_NAME, description=proxy_description, parameters=search["parameters"])
+        description = description.replace("\n\n<manifest>", f" {note}\n\n<manifest>", 1)
+    proxy_search = ProxySearch(name=SEARCH_TOOL_NAME, description=description, parameters=search["parameters"])
     proxy_search._discovery, proxy_search._limit = discovery, limit
-    front.add_tool(proxy_search)
     call = ProxyCall(
         name=CALL_TOOL_NAME,
         description="Run a tool found with search_tools: its name and its arguments, checked against its schema.",
@@ -211,7 +255,8 @@ def populate(
         },
     )
     call._entries, call._manager = {entry.name: entry for entry in entries}, manager
-    front.add_tool(call)
+    loaded = [_forwarded(entry, manager) for entry in entries if not entry.deferred]
+    return [*loaded, proxy_search, call]
 
 
 def _forwarded(entry: ToolEntry, manager: McpManager, tags: set[str] | None = None) -> ForwardedTool:

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Config
 from app.mcp.connections import McpManager
-from app.mcp_front import Mode, new_front, populate
+from app.mcp_front import Front, Mode
 
 PATH = "/mcp"
 NO_IDENTITY_NOTE = (
@@ -54,14 +54,15 @@ class HttpFront:
         keys = config.auth.api_keys
         self.mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
         self.note = NO_IDENTITY_NOTE if self.mode != config.mcp_front.mode else ""
-        self.fronts = {
-            name: new_front(GatewayKeyVerifier(keys) if keys else None) for name in [None, *config.tool_sets]
+        self.fronts = {name: Front(GatewayKeyVerifier(keys) if keys else None) for name in [None, *config.tool_sets]}
+        self.apps: dict[str | None, Any] = {
+            name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
         }
-        self.apps: dict[str | None, Any] = {name: front.http_app(path=PATH) for name, front in self.fronts.items()}
 
     def populate(self, manager: McpManager) -> None:
         for name, front in self.fronts.items():
-            populate(front, manager, self.config, self.mode, name, self.note)
+            front.populate(manager, self.config, self.mode, name, self.note)
+            front.keep_in_sync(manager, self.config, self.mode, name, self.note)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

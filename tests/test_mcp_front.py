@@ -126,3 +126,29 @@ async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(fron
         assert await names(client) == ["search_tools"]
         found = await client.call_tool_mcp("search_tools", {"query": "stock quote"})
         assert "get_stock_quote" not in text(found)
+
+
+async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
+    from app.config import parse_config
+    from app.mcp.connections import McpManager
+    from app.mcp_front import Front
+    from tests.test_refresh import _growing_server, _wait_for
+
+    config = parse_config({"mcpServers": {"lab": {"command": "unused", "defer_loading": True}}}, environ={})
+    manager = McpManager(config, {"lab": _growing_server()})
+    await manager.start()
+    try:
+        front = Front()
+        front.populate(manager, config, "full")
+        front.keep_in_sync(manager, config, "full", None)
+        changes = ListChanged()
+        async with Client(front.server, message_handler=changes) as client:
+            assert await names(client) == ["lab__enable_spectrometer"]
+            await manager.call_raw("lab", "enable_spectrometer", {})
+            await _wait_for(lambda: "lab__measure_spectrum" in manager.catalog.tools)
+            assert sorted(await names(client)) == ["lab__enable_spectrometer", "lab__measure_spectrum"]
+            await _wait_for(lambda: changes.count >= 1)
+            ran = await client.call_tool_mcp("lab__measure_spectrum", {"sample": "neon"})
+            assert "neon" in text(ran)
+    finally:
+        await manager.stop()

@@ -180,6 +180,7 @@ class McpManager:
         self.config = config
         self._on_call = on_call
         self.on_started: Callable[[str, str], None] | None = None  # progress: (server, state) as each one settles
+        self.listeners: list[Callable[[], None]] = []  # called after every catalog rebuild
         self.connections = {
             name: ServerConnection(name, server, config, self._rebuild, (targets or {}).get(name))
             for name, server in config.mcp_servers.items()
@@ -192,6 +193,8 @@ class McpManager:
         self._version += 1
         listings = {name: conn.tools for name, conn in self.connections.items() if conn.state is ServerState.UP}
         self.catalog = build_catalog(self.config, listings, self._version)
+        for listener in self.listeners:
+            listener()
 
     async def start(self) -> None:
         async def start_one(connection: ServerConnection) -> None:
