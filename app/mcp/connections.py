@@ -37,6 +37,11 @@ class ServerState(StrEnum):
     DISABLED = "disabled"
 
 
+RECONNECT_FIRST_DELAY = 1.0
+RECONNECT_MAX_DELAY = 30.0
+LIVENESS_INTERVAL = 15.0  # an idle connection is re-listed this often at least (the TTL may ask for more)
+
+
 class ServerUnavailable(Exception):
     """The server is not connected; the message says why."""
 
@@ -82,7 +87,9 @@ class ServerConnection:
         self.tool_timeout = config.tool_timeout or settings.tool_call_timeout
         self._ttl = settings.tool_cache_ttl
         self._on_tools = on_tools
-        self._target = target if target is not None else build_transport(config, settings.base_dir)
+        self._target = target  # an in-process server (tests); otherwise a fresh transport per connection
+        self._base_dir = settings.base_dir
+        self._lost = asyncio.Event()  # a call saw the connection break
         self._client: Client[Any] | None = None
         self._ready = asyncio.Event()
         self._refresh = asyncio.Event()
@@ -100,8 +107,19 @@ class ServerConnection:
             self._task.cancel()
 
     async def _run(self) -> None:
+        """Connect, serve, and when the server dies or drops, reconnect with backoff, for the gateway's life."""
+        delay = RECONNECT_FIRST_DELAY
+        while True:
+            await self._connect_and_serve()
+            self._ready.set()
+            log.info("mcp reconnect server=%s in_s=%.1f", self.name, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_MAX_DELAY)
+
+    async def _connect_and_serve(self) -> None:
+        target = self._target if self._target is not None else build_transport(self.config, self._base_dir)
         client: Client[Any] = Client(
-            self._target,
+            target,
             message_handler=_ListChanged(self.request_refresh),
             timeout=self.tool_timeout,
             init_timeout=self.startup_timeout,
@@ -116,24 +134,40 @@ class ServerConnection:
                 )
                 self._on_tools()
                 self._ready.set()
-                await self._refresh_forever(client)
+                await self._refresh_while_alive(client)
+                self._fail("connection lost")
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # a broken server must never take the gateway down
             self._fail(_describe_exception(exc))
         finally:
             self._client = None
 
-    async def _refresh_forever(self, client: Client[Any]) -> None:
-        while True:
+    async def _refresh_while_alive(self, client: Client[Any]) -> None:
+        """Re-list tools on `list_changed`, on the TTL, and as a liveness probe while idle (fastmcp keeps reporting
+        a dead stdio process as connected); return when a call or a listing found the connection gone."""
+        interval = min(self._ttl or LIVENESS_INTERVAL, LIVENESS_INTERVAL)
+        while not self._lost.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._refresh.wait(), self._ttl or None)
+                await asyncio.wait_for(self._lost_or_refresh(), interval)
+            if self._lost.is_set():
+                break
             self._refresh.clear()
             tools = await client.list_tools()
             if [tool.model_dump() for tool in tools] != [tool.model_dump() for tool in self.tools]:
                 self.tools = tools
                 log.info("mcp tools changed server=%s tools=%d", self.name, len(tools))
                 self._on_tools()
+        self._lost.clear()
+
+    async def _lost_or_refresh(self) -> None:
+        lost = asyncio.ensure_future(self._lost.wait())
+        refresh = asyncio.ensure_future(self._refresh.wait())
+        try:
+            await asyncio.wait({lost, refresh}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            refresh.cancel()
 
     def request_refresh(self) -> None:
         self._refresh.set()
@@ -152,13 +186,22 @@ class ServerConnection:
             raise ServerUnavailable(
                 f"MCP server '{self.name}' is {self.state.value}" + (f": {self.error}" if self.error else "")
             )
-        return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
+        try:
+            return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
+        except Exception as exc:
+            if _connection_gone(exc):
+                self._lost.set()  # reconnect now rather than at the next liveness check
+            raise
 
     async def stop(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._task, 5)
+
+
+def _connection_gone(exc: BaseException) -> bool:
+    return "connection closed" in str(exc).lower() or isinstance(exc, ConnectionError | EOFError)
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -239,12 +282,12 @@ class McpManager:
             result = await connection.call(tool, arguments)
         except ServerUnavailable as exc:
             return error_text(str(exc), limit), True
-        except TimeoutError:
-            return error_text(
-                f"'{tool}' on MCP server '{server}' timed out after {connection.tool_timeout:g}s", limit
-            ), True
-        except Exception as exc:
-            return error_text(f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}", limit), True
+        except Exception as exc:  # transport and protocol errors go back to the model as text
+            if isinstance(exc, TimeoutError) or "timed out" in str(exc):
+                message = f"'{tool}' on MCP server '{server}' timed out after {connection.tool_timeout:g}s"
+            else:
+                message = f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}"
+            return error_text(message, limit), True
         return result_text(result, limit), bool(result.is_error)
 
     def health(self) -> dict[str, dict[str, Any]]:

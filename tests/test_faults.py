@@ -1,0 +1,67 @@
+"""MCP faults with real processes: a server killed mid-call comes back, a hanging one times out, a huge result is
+cut, and none of it touches requests to other servers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.conftest import SERVERS, Upstream, chat_body, completion, load_example, make_config
+
+CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
+
+
+async def _wait_for(predicate: Any, seconds: float = 20.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def _config(**extra: Any) -> Any:
+    servers = {
+        "crashy": {"command": "python", "args": [CRASHY], "tool_timeout": 3},
+        "weather": {"command": "unused"},
+    }
+    return make_config(mcpServers=servers, tool_sets={}, tool_result_max_chars=5000, **extra)
+
+
+async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    client, gateway = await gateway_factory(_config(), targets={"weather": load_example("weather").mcp})
+    upstream.script(
+        completion(calls=[("crashy__crash", {}), ("weather__get_current_weather", {"city": "Paris"})]),
+        completion("the crash was reported"),
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("crash it"))
+    assert response.status_code == 200
+    crashed, other = upstream.requests[1]["messages"][-2:]
+    assert crashed["content"].startswith("Error: ")
+    assert not other["content"].startswith("Error"), "the other server's call in the same round still ran"
+
+    connection = gateway.mcp.connections["crashy"]
+    await _wait_for(lambda: connection.state.value == "down")
+    await _wait_for(lambda: connection.state.value == "up")
+    assert "crashy__echo" in gateway.mcp.catalog.tools, "its tools come back"
+    upstream.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
+    await client.post("/v1/chat/completions", json=chat_body("echo"))
+    assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
+
+
+async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(upstream: Upstream, gateway_factory: Any) -> None:
+    client, gateway = await gateway_factory(_config(), targets={"weather": load_example("weather").mcp})
+    upstream.script(completion(calls=[("crashy__hang", {})]), completion("done"))
+    response = await client.post("/v1/chat/completions", json=chat_body("slow"))
+    assert response.status_code == 200
+    hung = upstream.requests[1]["messages"][-1]["content"]
+    assert hung == "Error: 'hang' on MCP server 'crashy' timed out after 3s"
+    upstream.script(completion(calls=[("crashy__huge", {"megabytes": 2})]), completion("done"))
+    await client.post("/v1/chat/completions", json=chat_body("big"))
+    huge = upstream.requests[-1]["messages"][-1]["content"]
+    assert len(huge) <= 5000 and "truncated by toolsift: showing 5,000 of 2,097,152 characters" in huge
+    upstream.script(completion(calls=[("crashy__echo", {"text": "still fine"})]), completion("ok"))
+    await client.post("/v1/chat/completions", json=chat_body("echo"))
+    assert upstream.requests[-1]["messages"][-1]["content"] == "still fine"
+    assert gateway.mcp.connections["crashy"].state.value == "up"
