@@ -101,7 +101,14 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
             "keys and MCP servers. Set auth.api_keys in the config.",
             args.host,
         )
-    options: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": args.log_level, "access_log": False}
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+        # On SIGTERM: stop accepting, let in-flight requests finish this long, then close MCP sessions.
+        "timeout_graceful_shutdown": config.shutdown_grace_seconds,
+    }
     if args.workers > 1:
         # Each worker process builds its own gateway (and MCP connections) from the same config file.
         os.environ.update(

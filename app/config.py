@@ -161,6 +161,12 @@ class Config(_Strict):
     stream_keepalive_seconds: float = Field(5.0, gt=0)
     tool_result_max_chars: int = Field(20_000, ge=200)
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    max_messages: int = Field(2000, ge=1)
+    max_client_tools: int = Field(512, ge=0)
+    max_concurrent_calls_per_server: int = Field(16, ge=1)
+    request_deadline: float = Field(600.0, gt=0, description="seconds for a whole request, every round included")
+    shutdown_grace_seconds: float = Field(30.0, ge=0)
+    cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

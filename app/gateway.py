@@ -24,6 +24,7 @@ class Gateway:
 
     def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.started = False
         self.metrics = Metrics()
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
@@ -32,6 +33,7 @@ class Gateway:
 
     async def start(self) -> None:
         await self.mcp.start()
+        self.started = True
 
     async def stop(self) -> None:
         await self.mcp.stop()

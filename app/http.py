@@ -6,6 +6,7 @@ one log line at the end. Every failure is answered in OpenAI's error shape; trac
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -15,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -47,6 +49,13 @@ def create_app(gateway: Gateway) -> FastAPI:
     app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.gateway = gateway
     app.add_middleware(McpPathDispatch, front=mcp_front)
+    if gateway.config.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=gateway.config.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", "x-session-id", "x-request-id"],
+        )
     if gateway.config.auth.api_keys:
         app.add_middleware(ApiKeyMiddleware, api_keys=gateway.config.auth.api_keys)
 
@@ -60,6 +69,18 @@ def create_app(gateway: Gateway) -> FastAPI:
         servers = gateway.mcp.health()
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
         return {"status": "ok" if up else "degraded", "servers": servers}
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        """Ready when the gateway itself can serve: started, with a routable provider. A down MCP server is
+        reported by /healthz and answered per call; it does not make the gateway unready."""
+        problems = []
+        if not gateway.started:
+            problems.append("starting")
+        if not gateway.config.providers:
+            problems.append("no provider is configured")
+        body = {"status": "ready" if not problems else "not ready", "problems": problems}
+        return JSONResponse(body, 200 if not problems else 503)
 
     @app.get("/metrics")
     async def metrics() -> Response:
@@ -88,7 +109,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
     loop: ChatLoop | None = None
     try:
         body = await _read_body(request, gateway.config.max_request_bytes)
-        chat_request, payload = parse_chat_request(body)
+        chat_request, payload = parse_chat_request(body, gateway.config.max_messages, gateway.config.max_client_tools)
         facts["model"] = chat_request.model
         route = gateway.router.route(chat_request.model, _client_upstream_key(request, gateway))
         facts["provider"] = route.provider.name
@@ -97,7 +118,16 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
         if chat_request.stream:
             return await _stream(gateway, loop, payload, request_id, started, facts, session_id)
-        result = await loop.run(payload)
+        try:
+            async with asyncio.timeout(gateway.config.request_deadline):
+                result = await loop.run(payload)
+        except TimeoutError:
+            raise GatewayError(
+                504,
+                f"The request did not finish within the gateway's {gateway.config.request_deadline:g}s deadline.",
+                "server_error",
+                code="request_deadline",
+            ) from None
         if session_id:
             gateway.sessions.remember(session_id, tools.discovered)
         response: Response = JSONResponse(result)

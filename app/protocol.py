@@ -98,7 +98,9 @@ class ChatCompletionRequest(_Open):
     session_id: str | None = Field(None, min_length=1, max_length=256)
 
 
-def parse_chat_request(raw_body: bytes) -> tuple[ChatCompletionRequest, dict[str, Any]]:
+def parse_chat_request(
+    raw_body: bytes, max_messages: int = 2000, max_tools: int = 512
+) -> tuple[ChatCompletionRequest, dict[str, Any]]:
     """Decode and validate a request body; return the model and the raw dict for pass-through."""
     try:
         payload = json.loads(raw_body)
@@ -106,6 +108,12 @@ def parse_chat_request(raw_body: bytes) -> tuple[ChatCompletionRequest, dict[str
         raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(payload, dict):
         raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
+    for field_name, limit in (("messages", max_messages), ("tools", max_tools)):
+        value = payload.get(field_name)
+        if isinstance(value, list) and len(value) > limit:
+            raise GatewayError(
+                400, f"Too many {field_name}: {len(value)} (this gateway accepts at most {limit}).", param=field_name
+            )
     try:
         request = ChatCompletionRequest.model_validate(payload)
     except ValidationError as exc:

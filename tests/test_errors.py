@@ -224,3 +224,40 @@ async def test_gateway_bug_is_500_with_request_id_and_no_traceback(
     assert response.headers["x-request-id"] in error["message"]
     assert "internal detail" not in response.text and "Traceback" not in response.text
     assert "internal detail" in caplog.text, "the traceback goes to the log"
+
+
+async def test_too_many_messages_or_tools_is_400(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory(make_config(max_messages=3, max_client_tools=1))
+    many = [{"role": "user", "content": str(i)} for i in range(4)]
+    error = _error(await client.post("/v1/chat/completions", json={"model": "fast", "messages": many}), 400)
+    assert error["param"] == "messages" and "at most 3" in error["message"]
+    tools = [{"type": "function", "function": {"name": f"t{i}"}} for i in range(2)]
+    error = _error(await client.post("/v1/chat/completions", json=chat_body("x", tools=tools)), 400)
+    assert error["param"] == "tools"
+    assert upstream.requests == []
+
+
+async def test_the_request_deadline_ends_a_slow_exchange(upstream: Upstream, gateway_factory: Any) -> None:
+    import asyncio
+
+    client, _ = await gateway_factory(make_config(request_deadline=0.3))
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(5)
+        return httpx.Response(200, json=completion("late"))
+
+    upstream.route.side_effect = slow
+    error = _error(await client.post("/v1/chat/completions", json=chat_body("x")), 504)
+    assert error["code"] == "request_deadline"
+
+
+async def test_readyz_and_cors(gateway_factory: Any) -> None:
+    client, _ = await gateway_factory()
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    closed = await client.options("/v1/chat/completions", headers=preflight)
+    assert "access-control-allow-origin" not in closed.headers, "no CORS unless configured"
+    client, _ = await gateway_factory(make_config(cors_origins=["https://app.example"]))
+    opened = await client.options("/v1/chat/completions", headers=preflight)
+    assert opened.headers["access-control-allow-origin"] == "https://app.example"

@@ -90,6 +90,7 @@ class ServerConnection:
         self._target = target  # an in-process server (tests); otherwise a fresh transport per connection
         self._base_dir = settings.base_dir
         self._lost = asyncio.Event()  # a call saw the connection break
+        self._slots = asyncio.Semaphore(settings.max_concurrent_calls_per_server)
         self._client: Client[Any] | None = None
         self._ready = asyncio.Event()
         self._refresh = asyncio.Event()
@@ -187,7 +188,8 @@ class ServerConnection:
                 f"MCP server '{self.name}' is {self.state.value}" + (f": {self.error}" if self.error else "")
             )
         try:
-            return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
+            async with self._slots:  # a burst of calls queues here instead of flooding one server
+                return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
         except Exception as exc:
             if _connection_gone(exc):
                 self._lost.set()  # reconnect now rather than at the next liveness check
