@@ -65,3 +65,65 @@ async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(upstream: Upstr
     await client.post("/v1/chat/completions", json=chat_body("echo"))
     assert upstream.requests[-1]["messages"][-1]["content"] == "still fine"
     assert gateway.mcp.connections["crashy"].state.value == "up"
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of `pid`, read from /proc (Linux)."""
+    import os
+    from pathlib import Path
+
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return [child for child in children if os.path.exists(f"/proc/{child}")]
+
+
+def test_sigterm_closes_every_mcp_child_process(tmp_path: Any) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from tests.scripted_upstream import free_port
+
+    config = {
+        "mcpServers": {
+            name: {"command": "python", "args": [str(SERVERS / f"{name}.py")]} for name in ("weather", "notes")
+        }
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    port = free_port()
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    process = subprocess.Popen(
+        [toolsift, "serve", "--config", str(tmp_path / "config.json"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        children = _children(process.pid)
+        assert len(children) == 2, "one process per stdio server"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) in (0, -signal.SIGTERM), "uvicorn shuts down, then re-raises the signal"
+        time.sleep(0.5)
+        assert not [child for child in children if Path(f"/proc/{child}").exists()], "no orphans"
+    finally:
+        if process.poll() is None:
+            process.kill()

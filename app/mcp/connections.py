@@ -58,6 +58,7 @@ def build_transport(config: McpServerConfig, base_dir: Path) -> Any:
             config.args,
             env={"PATH": path, **config.env},
             cwd=str(cwd if cwd.is_absolute() else base_dir / cwd),
+            keep_alive=False,  # the process ends with its connection: no orphans, a fresh one on reconnect
         )
     assert config.url is not None
     if config.transport_name == "sse":
