@@ -27,7 +27,7 @@ from app.mcp_http import HttpFront, McpPathDispatch
 from app.observability import METRICS_CONTENT_TYPE, log_fields
 from app.protocol import GatewayError, error_body, parse_chat_request
 from app.sse import EventStreamResponse
-from app.streaming import stream_chat
+from app.streaming import sse, stream_chat
 
 log = logging.getLogger("toolsift.http")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
@@ -160,10 +160,22 @@ async def _stream(
         await events.aclose()
         raise
 
+    deadline = started + gateway.config.request_deadline
+
     async def body() -> AsyncGenerator[str, None]:
         try:
             yield first
-            async for event in events:
+            while True:
+                try:
+                    async with asyncio.timeout(max(deadline - time.perf_counter(), 0.001)):  # same task: no copy
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    limit = gateway.config.request_deadline
+                    message = f"The request did not finish within the gateway's {limit:g}s deadline."
+                    yield sse(error_body(message, "server_error", code="request_deadline"))
+                    break
                 yield event
         finally:
             await events.aclose()

@@ -339,3 +339,20 @@ async def test_disconnect_cancels_a_slow_upstream(upstream: Upstream, gateway_fa
     scope = _chat_scope()
     await asyncio.wait_for(app(scope, receive, send), 10)
     await asyncio.wait_for(closed.wait(), 5)
+
+
+async def test_an_endless_upstream_stream_ends_at_the_request_deadline(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    class Endless(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            while True:
+                yield FIRST_CHUNK
+                await asyncio.sleep(0.01)
+
+    client, _ = await gateway_factory(make_config(request_deadline=0.5))
+    upstream.script(httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Endless()))
+    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
+    items = events(response.text)
+    assert content_of(items).startswith("aaa")
+    assert items[-1]["error"]["code"] == "request_deadline"
