@@ -141,6 +141,7 @@ class AuthConfig(_Strict):
 class SessionConfig(_Strict):
     ttl_seconds: float = Field(3600.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
+    redis_url: str | None = None
 
 
 class Config(_Strict):

@@ -114,7 +114,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         route = gateway.router.route(chat_request.model, _client_upstream_key(request, gateway))
         facts["provider"] = route.provider.name
         session_id = request.headers.get("x-session-id") or chat_request.session_id
-        tools = gateway.request_tools(chat_request, session_id)
+        tools = await gateway.request_tools(chat_request, session_id)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
         if chat_request.stream:
             return await _stream(gateway, loop, payload, request_id, started, facts, session_id)
@@ -129,7 +129,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
                 code="request_deadline",
             ) from None
         if session_id:
-            gateway.sessions.remember(session_id, tools.discovered)
+            await gateway.sessions.remember(session_id, tools.discovered)
         response: Response = JSONResponse(result)
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
@@ -180,9 +180,9 @@ async def _stream(
         finally:
             await events.aclose()
 
-    def close(finished: bool) -> None:
+    async def close(finished: bool) -> None:
         if session_id:
-            gateway.sessions.remember(session_id, loop.tools.discovered)
+            await gateway.sessions.remember(session_id, loop.tools.discovered)
         _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
     return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)

@@ -121,8 +121,8 @@ async def test_deferred_client_tools_reuse_the_shared_mcp_index(upstream: Upstre
     from app.protocol import ChatCompletionRequest
 
     _, gateway = await gateway_factory()
-    plain = gateway.request_tools(ChatCompletionRequest.model_validate(chat_body("x")), None)
-    with_client = gateway.request_tools(
+    plain = await gateway.request_tools(ChatCompletionRequest.model_validate(chat_body("x")), None)
+    with_client = await gateway.request_tools(
         ChatCompletionRequest.model_validate(chat_body("x", tools=[LOOKUP, SHIP])), None
     )
     assert plain.discovery is not None and with_client.discovery is not None

@@ -47,14 +47,14 @@ def test_errors_are_prefixed_and_truncation_is_noted() -> None:
     assert len(long) <= 500 and long.endswith("[truncated by toolsift: showing 500 of 5,000 characters]")
 
 
-def test_session_store_expires_and_stays_bounded() -> None:
+async def test_session_store_expires_and_stays_bounded() -> None:
     now = [0.0]
     store = SessionStore(ttl_seconds=10, max_sessions=2, clock=lambda: now[0])
-    store.remember("a", ["t1"])
-    store.remember("a", ["t2", "t1"])
-    assert store.tools("a") == ["t1", "t2"]
-    store.remember("b", ["x"])
-    store.remember("c", ["y"])
-    assert len(store) == 2 and store.tools("a") == []
+    await store.remember("a", ["t1"])
+    await store.remember("a", ["t2", "t1"])
+    assert await store.tools("a") == ["t1", "t2"]
+    await store.remember("b", ["x"])
+    await store.remember("c", ["y"])
+    assert len(store) == 2 and await store.tools("a") == []
     now[0] = 11
-    assert store.tools("c") == []
+    assert await store.tools("c") == []

@@ -1,0 +1,63 @@
+"""Sessions in Redis: two gateways (replicas) share what a session discovered; a Redis outage costs nothing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import Upstream, chat_body, completion, make_config
+from tests.scripted_upstream import free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    import socket
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    process.terminate()
+    process.wait(10)
+
+
+async def test_two_replicas_share_a_session(redis_url: str, upstream: Upstream, gateway_factory: Any) -> None:
+    config = make_config(sessions={"redis_url": redis_url, "ttl_seconds": 120})
+    first, _ = await gateway_factory(config)
+    second, _ = await gateway_factory(config)
+    headers = {"X-Session-Id": "shared-conversation"}
+    upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("done"))
+    await first.post("/v1/chat/completions", json=chat_body("slug it"), headers=headers)
+    upstream.script(completion("again"))
+    await second.post("/v1/chat/completions", json=chat_body("and again"), headers=headers)
+    assert upstream.tool_names(2)[-1] == "textkit__slugify", "the other replica knows what the session found"
+
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    assert 0 < client.ttl("toolsift:session:shared-conversation") <= 120
+    client.close()
+
+
+async def test_a_redis_outage_never_fails_a_request(upstream: Upstream, gateway_factory: Any) -> None:
+    config = make_config(sessions={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    client, _ = await gateway_factory(config)
+    upstream.script(completion("fine"))
+    response = await client.post("/v1/chat/completions", json=chat_body("x"), headers={"X-Session-Id": "s1"})
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "fine"
