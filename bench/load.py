@@ -1,0 +1,158 @@
+"""Load: N concurrent clients through the whole discovery loop (search, MCP call, answer), for a bounded time.
+
+Starts the fake upstream and `toolsift serve` on the demo config (stdio MCP servers) as separate processes on
+loopback, runs `--clients` concurrent conversations for `--seconds`, streaming or not, and reports throughput,
+latency percentiles, errors and the gateway's peak RSS (sampled from /proc). Ends by itself.
+
+    python bench/load.py [--clients 200] [--seconds 60] [--stream]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from ttft import free_port, percentile, wait_until_up  # noqa: E402
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of `pid` and its children (the stdio MCP servers), in MB."""
+    total = 0
+    pids = [pid] + [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    for one in pids:
+        try:
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+async def conversation(client: httpx.AsyncClient, url: str, stream: bool) -> None:
+    body = {"model": "discovery", "stream": stream, "messages": [{"role": "user", "content": "100 USD in EUR?"}]}
+    if stream:
+        async with client.stream("POST", url, json=body) as response:
+            response.raise_for_status()
+            text = "".join([line async for line in response.aiter_lines()])
+            if "[DONE]" not in text or '"error"' in text:
+                raise RuntimeError("incomplete stream")
+        return
+    response = await client.post(url, json=body)
+    response.raise_for_status()
+    if response.json()["tool_discovery"]["tools_called"] != ["finance__convert_currency"]:
+        raise RuntimeError("the loop did not run")
+
+
+async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pid: int) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    peak = rss_mb(gateway_pid)
+    samples: list[float] = []
+    stop = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.monotonic() < stop:
+                started = time.perf_counter()
+                try:
+                    await conversation(client, url, stream)
+                    latencies.append(time.perf_counter() - started)
+                except Exception:
+                    errors += 1
+
+        async def sampler() -> None:
+            nonlocal peak
+            while time.monotonic() < stop:
+                samples.append(rss_mb(gateway_pid))
+                peak = max(peak, samples[-1])
+                await asyncio.sleep(1)
+
+        await asyncio.gather(sampler(), *(worker() for _ in range(clients)))
+    ms = [value * 1000 for value in latencies]
+    third = max(1, len(samples) // 3)
+    return {
+        "conversations": len(latencies),
+        "errors": errors,
+        "per_s": len(latencies) / seconds,
+        "p50": percentile(ms, 0.5) if ms else 0.0,
+        "p99": percentile(ms, 0.99) if ms else 0.0,
+        "rss_peak": peak,
+        "rss_first_third": sum(samples[:third]) / third if samples else 0.0,
+        "rss_last_third": sum(samples[-third:]) / third if samples else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--stream", action="store_true")
+    args = parser.parse_args()
+    if args.clients > 1000 or args.seconds > 600:
+        raise SystemExit("bounded: at most 1000 clients and 600 s")
+
+    upstream_port, gateway_port = free_port(), free_port()
+    config = json.loads((ROOT / "config.json").read_text())
+    for server in config["mcpServers"].values():
+        server["args"] = [str(ROOT / arg) for arg in server["args"]]
+    config["models"]["discovery"] = {"provider": "openai", "model": "discovery"}
+    workdir = Path(tempfile.mkdtemp(prefix="toolsift-load-"))
+    (workdir / "config.json").write_text(json.dumps(config))
+    env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
+    toolsift = Path(sys.executable).parent / "toolsift"
+    gateway = subprocess.Popen(
+        [
+            str(toolsift),
+            "serve",
+            "--config",
+            str(workdir / "config.json"),
+            "--port",
+            str(gateway_port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
+        wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
+        url = f"http://127.0.0.1:{gateway_port}/v1/chat/completions"
+        result = asyncio.run(drive(url, args.clients, args.seconds, args.stream, gateway.pid))
+    finally:
+        gateway.terminate()
+        upstream.terminate()
+        gateway.wait(30)
+        upstream.wait(15)
+    kind = "streaming" if args.stream else "plain"
+    print(
+        f"Load: {args.clients} concurrent {kind} clients for {args.seconds:g} s, each conversation = 3 upstream rounds"
+    )
+    print("      (search_tools, an MCP call over stdio, the answer)\n")
+    header = f"{'conversations':>13} {'errors':>7} {'conv/s':>7} {'p50 ms':>8} {'p99 ms':>8}"
+    print(f"{header} {'RSS peak MB':>12} {'RSS early / late':>18}")
+    r = result
+    row = f"{r['conversations']:>13,} {r['errors']:>7} {r['per_s']:>7.1f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
+    print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
+    print("\nRSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
+
+
+if __name__ == "__main__":
+    main()
