@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -47,8 +48,10 @@ async def conversation(client: httpx.AsyncClient, url: str, stream: bool) -> Non
         async with client.stream("POST", url, json=body) as response:
             response.raise_for_status()
             text = "".join([line async for line in response.aiter_lines()])
-            if "[DONE]" not in text or '"error"' in text:
-                raise RuntimeError("incomplete stream")
+            if '"error"' in text:
+                raise RuntimeError("error event: " + text[text.index('"error"') :][:200])
+            if "[DONE]" not in text:
+                raise RuntimeError("stream ended without [DONE]")
         return
     response = await client.post(url, json=body)
     response.raise_for_status()
@@ -56,9 +59,10 @@ async def conversation(client: httpx.AsyncClient, url: str, stream: bool) -> Non
         raise RuntimeError("the loop did not run")
 
 
-async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pid: int) -> dict[str, float]:
+async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pid: int) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
+    reasons: dict[str, int] = {}
     peak = rss_mb(gateway_pid)
     samples: list[float] = []
     stop = time.monotonic() + seconds
@@ -72,8 +76,10 @@ async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pi
                 try:
                     await conversation(client, url, stream)
                     latencies.append(time.perf_counter() - started)
-                except Exception:
+                except Exception as exc:  # counted and reported below
                     errors += 1
+                    reason = f"{type(exc).__name__}: {str(exc)[:160]}"
+                    reasons[reason] = reasons.get(reason, 0) + 1
 
         async def sampler() -> None:
             nonlocal peak
@@ -94,6 +100,7 @@ async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pi
         "rss_peak": peak,
         "rss_first_third": sum(samples[:third]) / third if samples else 0.0,
         "rss_last_third": sum(samples[-third:]) / third if samples else 0.0,
+        "reasons": reasons,
     }
 
 
@@ -151,6 +158,8 @@ def main() -> None:
     r = result
     row = f"{r['conversations']:>13,} {r['errors']:>7} {r['per_s']:>7.1f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
     print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
+    for reason, count in result["reasons"].items():
+        print(f"  error x{count}: {reason}")
     print("\nRSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
 
 

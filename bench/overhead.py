@@ -1,0 +1,170 @@
+"""Pass-through overhead: what the gateway adds to a call that uses no MCP tool, against the upstream direct and,
+with `--litellm`, against LiteLLM's proxy (installed by this bench into its own venv, one worker), same run.
+
+For each target: sequential latency and first-token latency (interleaved requests), CPU per request of the
+proxy process (from /proc), and throughput with 32 concurrent clients. Loopback only; ends by itself.
+
+    python bench/overhead.py [--requests 300] [--seconds 10] [--litellm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from ttft import first_content_seconds, free_port, percentile, wait_until_up  # noqa: E402
+
+LITELLM_VENV = ROOT / "bench" / ".litellm-venv"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def start_litellm(upstream: str, port: int) -> subprocess.Popen[bytes]:
+    if not (LITELLM_VENV / "bin" / "litellm").exists():
+        print("installing litellm[proxy] into bench/.litellm-venv (once)...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(LITELLM_VENV)], check=True)
+        subprocess.run([str(LITELLM_VENV / "bin" / "pip"), "install", "-q", "litellm[proxy]"], check=True)
+    config = Path(tempfile.mkdtemp(prefix="litellm-")) / "config.yaml"
+    config.write_text(
+        "model_list:\n  - model_name: fast\n    litellm_params:\n"
+        f"      model: openai/bench-model\n      api_base: {upstream}\n      api_key: bench\n"
+    )
+    return subprocess.Popen(
+        [str(LITELLM_VENV / "bin" / "litellm"), "--config", str(config), "--port", str(port), "--num_workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def sequential_ms(client: httpx.Client, url: str, body: dict[str, object]) -> float:
+    started = time.perf_counter()
+    client.post(url, json=body).raise_for_status()
+    return (time.perf_counter() - started) * 1000
+
+
+async def throughput(url: str, body: dict[str, object], seconds: float, concurrency: int = 32) -> tuple[float, int]:
+    done = errors = 0
+    stop = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal done, errors
+            while time.monotonic() < stop:
+                try:
+                    (await client.post(url, json=body)).raise_for_status()
+                    done += 1
+                except httpx.HTTPError:
+                    errors += 1
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done / seconds, errors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM's proxy (installs it once)")
+    args = parser.parse_args()
+
+    upstream_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
+    upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
+    config = {
+        "providers": {"up": {"base_url": upstream_url, "api_key": "bench"}},
+        "models": {"fast": {"provider": "up", "model": "bench-model"}},
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="toolsift-overhead-"))
+    (workdir / "config.json").write_text(json.dumps(config))
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
+    toolsift = Path(sys.executable).parent / "toolsift"
+    gateway = subprocess.Popen(
+        [
+            str(toolsift),
+            "serve",
+            "--config",
+            str(workdir / "config.json"),
+            "--port",
+            str(gateway_port),
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    processes = {"direct": upstream, "toolsift": gateway}
+    targets = {
+        "direct": f"{upstream_url}/chat/completions",
+        "toolsift": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
+    }
+    if args.litellm:
+        processes["litellm"] = start_litellm(upstream_url, litellm_port)
+        targets["litellm"] = f"http://127.0.0.1:{litellm_port}/v1/chat/completions"
+    body: dict[str, object] = {"model": "fast", "messages": [{"role": "user", "content": "Say hello."}]}
+    stream_body = {**body, "stream": True}
+    try:
+        wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
+        wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
+        if args.litellm:
+            wait_until_up(f"http://127.0.0.1:{litellm_port}/health/liveliness", processes["litellm"], seconds=180)
+        latency: dict[str, list[float]] = {name: [] for name in targets}
+        first: dict[str, list[float]] = {name: [] for name in targets}
+        cpu: dict[str, float] = {}
+        with httpx.Client(timeout=30) as client:
+            for url in targets.values():  # warm-up
+                for _ in range(30):
+                    sequential_ms(client, url, body)
+            before = {name: cpu_seconds(process.pid) for name, process in processes.items()}
+            for _ in range(args.requests):
+                for name, url in targets.items():
+                    latency[name].append(sequential_ms(client, url, body))
+            after = {name: cpu_seconds(process.pid) for name, process in processes.items()}
+            cpu = {name: (after[name] - before[name]) * 1000 / args.requests for name in targets}
+            for _ in range(args.requests):
+                for name, url in targets.items():
+                    first[name].append(first_content_seconds(client, url, stream_body) * 1000)
+        rates = {name: asyncio.run(throughput(url, body, args.seconds)) for name, url in targets.items()}
+    finally:
+        for process in processes.values():
+            process.terminate()
+        for process in processes.values():
+            process.wait(30)
+
+    print(f"Pass-through overhead: {args.requests} interleaved requests per target, {args.seconds:g} s at 32 clients\n")
+    header = f"{'target':<10} {'p50 ms':>8} {'p99 ms':>8} {'1st token p50':>14}"
+    print(f"{header} {'CPU ms/req':>11} {'req/s (c=32)':>13} {'errors':>7}")
+    for name in targets:
+        rate, errors = rates[name]
+        print(
+            f"{name:<10} {percentile(latency[name], 0.5):>8.2f} {percentile(latency[name], 0.99):>8.2f} "
+            f"{percentile(first[name], 0.5):>14.2f} {cpu[name]:>11.2f} {rate:>13.1f} {errors:>7}"
+        )
+    added = percentile(latency["toolsift"], 0.5) - percentile(latency["direct"], 0.5)
+    added_first = percentile(first["toolsift"], 0.5) - percentile(first["direct"], 0.5)
+    cpu_added = cpu["toolsift"]
+    print(
+        f"\ntoolsift adds p50 {added:+.2f} ms (first token {added_first:+.2f} ms), {cpu_added:.2f} ms CPU per request"
+    )
+    if "litellm" in targets:
+        ratio = rates["toolsift"][0] / max(rates["litellm"][0], 1e-9)
+        print(f"throughput toolsift / litellm: {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
