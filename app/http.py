@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import secrets
 import time
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from app.auth import ApiKeyMiddleware
 from app.gateway import Gateway
@@ -94,16 +95,19 @@ def create_app(gateway: Gateway) -> FastAPI:
         ]
         return {"object": "list", "data": data}
 
-    @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         return await _chat(gateway, request)
+
+    # A plain Starlette route: the hot path skips FastAPI's dependency and validation machinery, which this
+    # handler does not use (it reads and validates the body itself).
+    app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
 
     return app
 
 
 async def _chat(gateway: Gateway, request: Request) -> Response:
     supplied = request.headers.get("x-request-id", "")
-    request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{uuid.uuid4().hex[:16]}"
+    request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{secrets.token_hex(8)}"
     started = time.perf_counter()
     facts: dict[str, Any] = {"model": None, "provider": None}
     loop: ChatLoop | None = None
