@@ -108,6 +108,9 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         "access_log": False,
         # On SIGTERM: stop accepting, let in-flight requests finish this long, then close MCP sessions.
         "timeout_graceful_shutdown": config.shutdown_grace_seconds,
+        # Longer than load balancers' idle timeouts (60 s is common), so the server never closes a connection a
+        # client or proxy is about to reuse: that race shows up as resets under load.
+        "timeout_keep_alive": config.keep_alive_seconds,
     }
     if args.workers > 1:
         # Each worker process builds its own gateway (and MCP connections) from the same config file.

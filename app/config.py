@@ -167,6 +167,7 @@ class Config(_Strict):
     max_concurrent_calls_per_server: int = Field(16, ge=1)
     request_deadline: float = Field(600.0, gt=0, description="seconds for a whole request, every round included")
     shutdown_grace_seconds: float = Field(30.0, ge=0)
+    keep_alive_seconds: float = Field(75.0, gt=0, description="idle client connections stay open this long")
     cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -123,6 +123,7 @@ def main() -> None:
     env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
     toolsift = Path(sys.executable).parent / "toolsift"
+    gateway_log = (workdir / "gateway.log").open("w")
     gateway = subprocess.Popen(
         [
             str(toolsift),
@@ -135,8 +136,8 @@ def main() -> None:
             "warning",
         ],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=gateway_log,
+        stderr=subprocess.STDOUT,
     )
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
@@ -160,7 +161,8 @@ def main() -> None:
     print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
     for reason, count in result["reasons"].items():
         print(f"  error x{count}: {reason}")
-    print("\nRSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
+    print(f"\ngateway log: {workdir / 'gateway.log'}")
+    print("RSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
 
 
 if __name__ == "__main__":
