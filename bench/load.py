@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ttft import free_port, percentile, wait_until_up  # noqa: E402
+from common import demo_config, free_port, percentile, start_gateway, wait_until_up  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -114,31 +113,12 @@ def main() -> None:
         raise SystemExit("bounded: at most 1000 clients and 600 s")
 
     upstream_port, gateway_port = free_port(), free_port()
-    config = json.loads((ROOT / "config.json").read_text())
-    for server in config["mcpServers"].values():
-        server["args"] = [str(ROOT / arg) for arg in server["args"]]
+    config = demo_config()
     config["models"]["discovery"] = {"provider": "openai", "model": "discovery"}
-    workdir = Path(tempfile.mkdtemp(prefix="toolsift-load-"))
-    (workdir / "config.json").write_text(json.dumps(config))
     env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
-    toolsift = Path(sys.executable).parent / "toolsift"
-    gateway_log = (workdir / "gateway.log").open("w")
-    gateway = subprocess.Popen(
-        [
-            str(toolsift),
-            "serve",
-            "--config",
-            str(workdir / "config.json"),
-            "--port",
-            str(gateway_port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=gateway_log,
-        stderr=subprocess.STDOUT,
-    )
+    log = tempfile.NamedTemporaryFile("w", prefix="toolsift-load-", suffix=".log", delete=False)  # noqa: SIM115
+    gateway, _ = start_gateway(config, gateway_port, env, log)
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
         wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
@@ -161,7 +141,7 @@ def main() -> None:
     print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
     for reason, count in result["reasons"].items():
         print(f"  error x{count}: {reason}")
-    print(f"\ngateway log: {workdir / 'gateway.log'}")
+    print(f"\ngateway log: {log.name}")
     print("RSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -24,7 +23,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ttft import first_content_seconds, free_port, percentile, wait_until_up  # noqa: E402
+from common import free_port, percentile, start_gateway, wait_until_up  # noqa: E402
+from ttft import first_content_seconds  # noqa: E402
 
 LITELLM_VENV = ROOT / "bench" / ".litellm-venv"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -90,24 +90,8 @@ def main() -> None:
         "providers": {"up": {"base_url": upstream_url, "api_key": "bench"}},
         "models": {"fast": {"provider": "up", "model": "bench-model"}},
     }
-    workdir = Path(tempfile.mkdtemp(prefix="toolsift-overhead-"))
-    (workdir / "config.json").write_text(json.dumps(config))
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
-    toolsift = Path(sys.executable).parent / "toolsift"
-    gateway = subprocess.Popen(
-        [
-            str(toolsift),
-            "serve",
-            "--config",
-            str(workdir / "config.json"),
-            "--port",
-            str(gateway_port),
-            "--log-level",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    gateway, _ = start_gateway(config, gateway_port)
     processes = {"direct": upstream, "toolsift": gateway}
     targets = {
         "direct": f"{upstream_url}/chat/completions",

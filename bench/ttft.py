@@ -10,19 +10,18 @@ streaming requests to each and reports p50/p99 of both and the gateway's overhea
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import demo_config, free_port, percentile, start_gateway, wait_until_up
 
 UPSTREAM_APP = """
 import json, sys
@@ -50,25 +49,6 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"process for {url} exited early")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not come up")
-
-
 def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object]) -> float:
     """Seconds from sending the request to the first chunk that carries content."""
     started = time.perf_counter()
@@ -84,40 +64,15 @@ def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object
     return elapsed
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300, help="requests to each target (default 300)")
     args = parser.parse_args()
 
     upstream_port, gateway_port = free_port(), free_port()
-    config = json.loads((ROOT / "config.json").read_text())
-    for server in config["mcpServers"].values():
-        server["args"] = [str(ROOT / arg) for arg in server["args"]]
-    workdir = Path(tempfile.mkdtemp(prefix="toolsift-ttft-"))
-    (workdir / "config.json").write_text(json.dumps(config))
     env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM_APP, str(upstream_port)])
-    toolsift = Path(sys.executable).parent / "toolsift"
-    gateway = subprocess.Popen(
-        [
-            str(toolsift),
-            "serve",
-            "--config",
-            str(workdir / "config.json"),
-            "--port",
-            str(gateway_port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    gateway, _ = start_gateway(demo_config(), gateway_port, env)
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
         wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)

@@ -70,12 +70,16 @@ class ScriptedUpstream:
     def tool_names(self, call: int) -> list[str]:
         return [tool["function"]["name"] for tool in self.requests[call].get("tools", [])]
 
-    async def _complete(self, request: Request) -> JSONResponse:
+    async def _next(self, request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Record the request; return its body and the next scripted reply (None when the script is done)."""
         body = json.loads(await request.body())
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
-            reply = self.replies.pop(0) if self.replies else None
+            return body, self.replies.pop(0) if self.replies else None
+
+    async def _complete(self, request: Request) -> JSONResponse:
+        body, reply = await self._next(request)
         if reply is None:
             return JSONResponse({"error": {"message": "script exhausted", "type": "test_error"}}, status_code=500)
         if body.get("stream"):
@@ -85,11 +89,7 @@ class ScriptedUpstream:
 
     async def _messages(self, request: Request) -> Response:
         """The same script, spoken as Anthropic's Messages API."""
-        body = json.loads(await request.body())
-        with self._lock:
-            self.requests.append(body)
-            self.headers.append(dict(request.headers))
-            reply = self.replies.pop(0) if self.replies else None
+        body, reply = await self._next(request)
         if reply is None:
             return JSONResponse({"type": "error", "error": {"type": "api_error", "message": "script exhausted"}}, 500)
         message = _as_anthropic(reply)

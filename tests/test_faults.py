@@ -3,20 +3,12 @@ cut, and none of it touches requests to other servers."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.conftest import SERVERS, Upstream, chat_body, completion, load_example, make_config
+from tests.test_refresh import _wait_for
 
 CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
-
-
-async def _wait_for(predicate: Any, seconds: float = 20.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def _config(**extra: Any) -> Any:

@@ -29,7 +29,7 @@ def _growing_server() -> FastMCP:
     return server
 
 
-async def _wait_for(predicate: Any, seconds: float = 5.0) -> None:
+async def _wait_for(predicate: Any, seconds: float = 20.0) -> None:
     for _ in range(int(seconds / 0.02)):
         if predicate():
             return
