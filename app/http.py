@@ -49,6 +49,8 @@ def create_app(gateway: Gateway) -> FastAPI:
 
     app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.gateway = gateway
+    # Innermost first: gateway keys and CORS must wrap every path, the fast one included.
+    app.add_middleware(ChatFastPath, gateway=gateway)
     app.add_middleware(McpPathDispatch, front=mcp_front)
     if gateway.config.cors_origins:
         app.add_middleware(
@@ -98,8 +100,9 @@ def create_app(gateway: Gateway) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         return await _chat(gateway, request)
 
-    # A plain Starlette route: the hot path skips FastAPI's dependency and validation machinery, which this
-    # handler does not use (it reads and validates the body itself).
+    # The hot path: a plain route, also reached directly by ChatFastPath (below) without FastAPI's routing,
+    # exception and exit-stack layers, which this handler does not use (it validates its body itself and
+    # answers every error in OpenAI's shape).
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
 
     return app
@@ -190,6 +193,21 @@ async def _stream(
         _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
     return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
+
+
+class ChatFastPath:
+    """`POST /v1/chat/completions` straight to its handler (the route above stays for anything else)."""
+
+    def __init__(self, app: Any, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/chat/completions":
+            response = await _chat(self.gateway, Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _client_upstream_key(request: Request, gateway: Gateway) -> str | None:
