@@ -44,6 +44,8 @@ def start_litellm(upstream: str, port: int) -> subprocess.Popen[bytes]:
     config.write_text(
         "model_list:\n  - model_name: fast\n    litellm_params:\n"
         f"      model: openai/bench-model\n      api_base: {upstream}\n      api_key: bench\n"
+        # Neither proxy checks client keys in this comparison.
+        "general_settings:\n  dangerously_permit_weak_or_unset_master_key: true\n"
     )
     return subprocess.Popen(
         [str(LITELLM_VENV / "bin" / "litellm"), "--config", str(config), "--port", str(port), "--num_workers", "1"],
