@@ -2,7 +2,8 @@
 with `--litellm`, against LiteLLM's proxy (installed by this bench into its own venv, one worker), same run.
 
 For each target: sequential latency and first-token latency (interleaved requests), CPU per request of the
-proxy process (from /proc), and throughput with 32 concurrent clients. Loopback only; ends by itself.
+proxy process (from /proc), and throughput with 32 concurrent clients (measured with `wrk` when it is
+installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
 
     python bench/overhead.py [--requests 300] [--seconds 10] [--litellm]
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +82,24 @@ async def throughput(url: str, body: dict[str, object], seconds: float, concurre
     return done / seconds, errors
 
 
+def wrk_throughput(url: str, body: dict[str, object], seconds: float, concurrency: int = 32) -> tuple[float, int]:
+    """Throughput measured with wrk (C, one thread): the load generator then costs little of the shared CPU."""
+    script = Path(tempfile.mkdtemp(prefix="wrk-")) / "post.lua"
+    payload = json.dumps(body).replace("\\", "\\\\").replace('"', '\\"')
+    script.write_text(
+        f'wrk.method = "POST"\nwrk.body = "{payload}"\nwrk.headers["Content-Type"] = "application/json"\n'
+    )
+    result = subprocess.run(
+        ["wrk", "-t1", f"-c{concurrency}", f"-d{int(seconds)}s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rate = float(next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("Requests/sec:")))
+    errors = sum(int(n) for line in result.stdout.splitlines() if "Non-2xx" in line for n in line.split()[-1:])
+    return rate, errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300)
@@ -125,7 +146,10 @@ def main() -> None:
             for _ in range(args.requests):
                 for name, url in targets.items():
                     first[name].append(first_content_seconds(client, url, stream_body) * 1000)
-        rates = {name: asyncio.run(throughput(url, body, args.seconds)) for name, url in targets.items()}
+        if shutil.which("wrk"):
+            rates = {name: wrk_throughput(url, body, args.seconds) for name, url in targets.items()}
+        else:
+            rates = {name: asyncio.run(throughput(url, body, args.seconds)) for name, url in targets.items()}
     finally:
         for process in processes.values():
             process.terminate()
