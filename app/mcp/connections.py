@@ -254,7 +254,8 @@ class McpManager:
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
 
     async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """The backend's own result (for the MCP front, which passes content through unchanged)."""
+        """The backend's own result (the MCP front passes it through; `call_tool` makes it text). Every call that
+        reaches a server is timed here, once, for the metrics."""
         connection = self.connections.get(server)
         if connection is None:
             raise ServerUnavailable(f"unknown MCP server '{server}'")
@@ -270,24 +271,15 @@ class McpManager:
 
     async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
-        started = time.perf_counter()
-        text, failed = await self._call_tool(server, tool, arguments)
-        if self._on_call is not None:
-            self._on_call(server, time.perf_counter() - started, failed)
-        return text, failed
-
-    async def _call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         limit = self.config.tool_result_max_chars
-        connection = self.connections.get(server)
-        if connection is None:
-            return error_text(f"unknown MCP server '{server}'", limit), True
         try:
-            result = await connection.call(tool, arguments)
+            result = await self.call_raw(server, tool, arguments)
         except ServerUnavailable as exc:
             return error_text(str(exc), limit), True
         except Exception as exc:  # transport and protocol errors go back to the model as text
             if isinstance(exc, TimeoutError) or "timed out" in str(exc):
-                message = f"'{tool}' on MCP server '{server}' timed out after {connection.tool_timeout:g}s"
+                timeout = self.connections[server].tool_timeout
+                message = f"'{tool}' on MCP server '{server}' timed out after {timeout:g}s"
             else:
                 message = f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}"
             return error_text(message, limit), True
