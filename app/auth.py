@@ -11,6 +11,8 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.protocol import error_body
+
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 
 
@@ -23,16 +25,8 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        body = json.dumps(
-            {
-                "error": {
-                    "message": "Missing or invalid API key: send 'Authorization: Bearer <key>' with a gateway key.",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "invalid_api_key",
-                }
-            }
-        ).encode()
+        message = "Missing or invalid API key: send 'Authorization: Bearer <key>' with a gateway key."
+        body = json.dumps(error_body(message, "invalid_request_error", code="invalid_api_key")).encode()
         headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -141,13 +141,7 @@ def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> 
         return list(catalog.tools.values())
     spec = config.tool_sets.get(tool_set)
     if spec is None:
-        available = ", ".join(sorted(config.tool_sets)) or "none are configured"
-        raise GatewayError(
-            400,
-            f"Unknown tool_set {tool_set!r}. Available tool sets: {available}.",
-            param="tool_set",
-            code="unknown_tool_set",
-        )
+        raise unknown_tool_set(tool_set, config)
     selected: list[ToolEntry] = []
     for server_name, selection in spec.servers.items():
         server = catalog.servers.get(server_name)
@@ -155,6 +149,13 @@ def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> 
             continue
         selected.extend(_apply_selection(server, selection, tool_set))
     return selected
+
+
+def unknown_tool_set(name: str | None, config: Config) -> GatewayError:
+    available = ", ".join(sorted(config.tool_sets)) or "none are configured"
+    return GatewayError(
+        400, f"Unknown tool_set {name!r}. Available tool sets: {available}.", param="tool_set", code="unknown_tool_set"
+    )
 
 
 def _apply_selection(server: ServerTools, selection: ServerSelection, tool_set: str) -> list[ToolEntry]:

@@ -27,7 +27,6 @@ from pydantic import PrivateAttr
 
 from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
-from app.discovery.manifest import search_tool_definition
 from app.discovery.search import Discovery, run_search
 from app.mcp.connections import McpManager
 from app.request_tools import mcp_groups
@@ -237,8 +236,7 @@ def _tools(
         lazy._discovery, lazy._limit, lazy._state = discovery, limit, state
         tagged = [_forwarded(entry, manager, {DEFERRED_TAG} if entry.deferred else None) for entry in entries]
         return [*tagged, lazy]
-    description = search_tool_definition(list(discovery.groups), discovery.manifest)["function"]["description"]
-    description = description.replace(
+    description = search["description"].replace(
         "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
     )
     if note:

@@ -19,9 +19,11 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.catalog import unknown_tool_set
 from app.config import Config
 from app.mcp.connections import McpManager
 from app.mcp_front import Front, Mode
+from app.protocol import GatewayError
 
 PATH = "/mcp"
 NO_IDENTITY_NOTE = (
@@ -76,7 +78,7 @@ class HttpFront:
         tool_set = (query.get("tool_set") or [None])[0]
         app = self.apps.get(tool_set)
         if app is None:
-            await _unknown_tool_set(send, tool_set, list(self.config.tool_sets))
+            await _error(send, unknown_tool_set(tool_set, self.config))
             return
         await app(scope, receive, send)
 
@@ -95,19 +97,9 @@ class McpPathDispatch:
         await self.app(scope, receive, send)
 
 
-async def _unknown_tool_set(send: Send, name: str | None, available: list[str]) -> None:
-    message = (
-        f"Unknown tool_set {name!r}. Available tool sets: {', '.join(sorted(available)) or 'none are configured'}."
+async def _error(send: Send, error: GatewayError) -> None:
+    body = json.dumps(error.body()).encode()
+    await send(
+        {"type": "http.response.start", "status": error.status, "headers": [(b"content-type", b"application/json")]}
     )
-    body = json.dumps(
-        {
-            "error": {
-                "message": message,
-                "type": "invalid_request_error",
-                "param": "tool_set",
-                "code": "unknown_tool_set",
-            }
-        }
-    )
-    await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": body.encode()})
+    await send({"type": "http.response.body", "body": body})
