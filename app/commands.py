@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from app import tokens
-from app.catalog import ToolEntry, select_mcp_tools
+from app.catalog import Catalog, ToolEntry, select_mcp_tools
 from app.config import Config
 from app.discovery.search import Discovery, scored_tools
 from app.mcp.connections import McpManager, ServerState
@@ -80,8 +80,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:
-    async with connected(config) as manager:
-        entries = _select(manager, config, args.tool_set)
+    _, entries = await _tool_set_entries(config, args.tool_set)
     if entries is None:
         return 2
     if args.server:
@@ -115,14 +114,13 @@ async def manifest(config: Config, args: argparse.Namespace) -> int:
 
 
 async def search(config: Config, args: argparse.Namespace) -> int:
-    async with connected(config) as manager:
-        entries = _select(manager, config, args.tool_set)
+    catalog, entries = await _tool_set_entries(config, args.tool_set)
     if entries is None:
         return 2
     if not entries:
         print("no tools to search", file=sys.stderr)
         return 1
-    discovery = Discovery.build(mcp_groups(manager.catalog, entries), config.tool_discovery.manifest_max_tokens)
+    discovery = Discovery.build(mcp_groups(catalog, entries), config.tool_discovery.manifest_max_tokens)
     if args.server is not None and args.server not in discovery.by_group:
         print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(discovery.by_group)}", file=sys.stderr)
         return 2
@@ -180,9 +178,11 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
         await manager.stop()
 
 
-def _select(manager: McpManager, config: Config, tool_set: str | None) -> list[ToolEntry] | None:
-    try:
-        return select_mcp_tools(manager.catalog, config, tool_set)
-    except GatewayError as exc:
-        print(f"toolsift: {exc.message}", file=sys.stderr)
-        return None
+async def _tool_set_entries(config: Config, tool_set: str | None) -> tuple[Catalog, list[ToolEntry] | None]:
+    """The servers' catalog and the tools of `tool_set` (None, with the reason printed, if it is unknown)."""
+    async with connected(config) as manager:
+        try:
+            return manager.catalog, select_mcp_tools(manager.catalog, config, tool_set)
+        except GatewayError as exc:
+            print(f"toolsift: {exc.message}", file=sys.stderr)
+            return manager.catalog, None
