@@ -28,6 +28,7 @@ from app.catalog import build_catalog  # noqa: E402
 from app.config import parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.request_tools import mcp_groups  # noqa: E402
+from bench.common import percentile  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 KS = (1, 3, 5, 10)
@@ -120,7 +121,7 @@ def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: flo
             "complete_recall@5": round(statistics.fmean(complete), 4),
             "build_s": round(build_seconds, 4),
             "mean_ms": round(statistics.fmean(latencies_ms), 3),
-            "p99_ms": round(latencies_ms[min(len(latencies_ms) - 1, round(0.99 * (len(latencies_ms) - 1)))], 3),
+            "p99_ms": round(percentile(latencies_ms, 0.99), 3),
             "queries": len(queries),
         }
     )

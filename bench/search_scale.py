@@ -27,6 +27,7 @@ from app.catalog import build_catalog  # noqa: E402
 from app.config import parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.request_tools import mcp_groups  # noqa: E402
+from bench.common import percentile  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 SIZES = (100, 1_000, 10_000)
@@ -103,9 +104,7 @@ def main() -> None:
             begun = time.perf_counter()
             rank_tools(discovery, query, None, 5)
             latencies.append((time.perf_counter() - begun) * 1000)
-        latencies.sort()
-        p50 = latencies[len(latencies) // 2]
-        p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         mean = statistics.fmean(latencies)
         print(f"{size:>7,} {build_seconds:>8.2f} {memory:>10.1f} {p50:>8.2f} {p99:>8.2f} {mean:>8.2f}")
     print("\nbuild includes the catalog, the index and the manifest; memory is what they hold (tracemalloc).")
