@@ -9,7 +9,7 @@ import pytest
 
 from app import tokens
 from app.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
-from app.discovery.index import tokenize
+from app.discovery.index import describe_locations, tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
 from app.protocol import GatewayError
@@ -113,6 +113,35 @@ def test_tokenizer_splits_identifiers_and_stems() -> None:
     )
     assert tokenize("HTTPServer parsing") == ["http", "server", "pars"]
     assert tokenize("天气预报") == ["天气", "气预", "预报"], "CJK runs index as character bigrams"
+
+
+def test_paths_and_urls_in_a_query_become_the_words_tools_use() -> None:
+    assert tokenize(describe_locations("save it to /root/markdown/report.md")) == tokenize(
+        "save it to file path markdown md markdown report"
+    ), "root says nothing about the task; the extension names a format"
+    assert tokenize(describe_locations("open https://www.example.com/a?b=1 now")) == tokenize(
+        "open url link web page example now"
+    )
+    assert describe_locations("version v1.2 of example.com") == "version v1.2 of example.com", "not files"
+    assert "presentation" in describe_locations("write deck.pptx")
+
+
+def test_a_query_naming_a_tool_beats_descriptions_that_repeat_its_words() -> None:
+    listings = {
+        "kit": [
+            _tool("summarize_article", "Short version of a text", text="string"),
+            _tool(
+                "get_article",
+                "An article by id with its summary, to summarize it or summarize its sections",
+                id="string",
+            ),
+        ],
+        "textkit": LISTINGS["textkit"],
+    }
+    servers = {name: {"command": "unused", "defer_loading": True} for name in listings}
+    discovery = _discovery(build_catalog(make_config(mcpServers=servers, tool_sets={}), listings, version=1))
+    outcome = run_search({"query": "summarize article"}, discovery, lambda name: False, 2, [])
+    assert [entry.name for entry in outcome.found] == ["kit__summarize_article", "kit__get_article"]
 
 
 def test_manifest_lists_every_tool_of_a_small_setup() -> None:

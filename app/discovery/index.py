@@ -5,7 +5,9 @@ into words; words are lower-cased, stop words dropped and stemmed (Snowball Engl
 characters become character bigrams so descriptions in those scripts still match. Each field of a tool
 (server, name, description, parameters, hints) has its own weight and length normalisation, and scoring walks
 an inverted index: only tools that share a word with the query are touched, so a search over thousands of
-tools costs well under a millisecond per query word.
+tools costs well under a millisecond per query word. Two additions measured on tool-retrieval data: paths and
+URLs in a query become the words tools use for them, and a query word naming part of a tool's (or its
+server's) name earns an unsaturated bonus.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ STOP_WORDS = frozenset(
     "your".split()
 )
 _STEMMER = snowballstemmer.stemmer("english")
+_LOCATION = re.compile(r"(?<![\w/])(?:(?:https?://|www\.)\S+|[~.]{0,2}/[\w./-]+|[\w-]+\.[A-Za-z]\w{0,4}\b)")
+_FORMATS = {
+    "md": "markdown", "txt": "text", "pdf": "pdf document", "doc": "word document", "docx": "word document",
+    "ppt": "powerpoint presentation", "pptx": "powerpoint presentation", "xls": "excel spreadsheet",
+    "xlsx": "excel spreadsheet", "csv": "csv table", "json": "json", "html": "html web page", "htm": "html web page",
+    "png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "svg": "image", "wav": "audio", "mp3": "audio",
+    "mp4": "video", "py": "python code", "js": "javascript code", "ts": "typescript code",
+}  # fmt: skip
+_PLACES = frozenset({"root", "home", "tmp", "users"})  # folders that say nothing about the task
 
 
 @lru_cache(maxsize=65536)
@@ -53,6 +64,31 @@ def tokenize(text: str) -> list[str]:
     return [token for word in _WORD.findall(spaced) for token in _normalise(word)]
 
 
+def describe_locations(text: str) -> str:
+    """URLs and file paths in a query as the words tools use for them: a URL becomes 'url link web page' and its
+    host, a path 'file path', its folders, extension, the format that names and the file's name; without this,
+    `/root/ppt/apple.pptx` matches nothing that writes files or presentations (and `root` matches noise)."""
+    return _LOCATION.sub(_describe_location, text)
+
+
+def _describe_location(match: re.Match[str]) -> str:
+    token = match.group(0).rstrip(".,;:?!'\")")
+    lower = token.lower()
+    if lower.startswith(("http://", "https://", "www.")):
+        host = re.sub(r"^(?:https?://)?(?:www\.)?", "", lower).split("/")[0]
+        return f" url link web page {host.rsplit('.', 1)[0]} "
+    *folders, base = token.split("/")
+    stem, _, extension = base.rpartition(".")
+    if not stem or not extension.isalpha() or len(extension) > 5:
+        stem, extension = base, ""
+    extension = extension.lower()
+    if not folders and extension not in _FORMATS:
+        return match.group(0)  # a domain or dotted name (example.com, v1.2), not a file
+    kept = [folder for folder in folders if folder and folder.lower() not in _PLACES]
+    words = ["file", *(["path"] if folders else []), *kept, extension, _FORMATS.get(extension, ""), stem]
+    return f" {' '.join(words)} "
+
+
 @dataclass(frozen=True)
 class Field:
     weight: float
@@ -69,6 +105,11 @@ FIELDS: dict[str, Field] = {
 }
 K1 = 1.2
 SERVER_BOOST = 0.4  # share of the best tool score added for the best-matching server (scaled for the others)
+# Unsaturated bonus (times the word's IDF) for a query word that is one of the n words of a tool's name (0.7/n)
+# or of its server's name (1.0/n): BM25 saturates a short name after one hit, so naming most of a tool still
+# counted little against long descriptions that repeat common words.
+NAME_MATCH = 0.7
+SERVER_NAME_MATCH = 1.0
 
 
 def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]:
@@ -125,7 +166,8 @@ class ToolIndex:
                 for term, count in Counter(tokens).items():
                     frequencies[term] = frequencies.get(term, 0.0) + field.weight * count / norm
             weighted.append(frequencies)
-        self._tools: _Postings = _Postings(weighted, reference._tools if reference is not None else None)
+        exact = [_name_match(doc) for doc in documents]
+        self._tools: _Postings = _Postings(weighted, reference._tools if reference is not None else None, exact)
         self._name_weight = {
             id(entry): sum(self._tools.idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
             for entry, doc in zip(self.entries, documents, strict=True)
@@ -151,11 +193,14 @@ class ToolIndex:
         return self._name_weight.get(id(entry), 0.0)
 
     def best_possible(self, query: str) -> float:
-        """The score of a tool matching every known word of `query` fully: divides scores into a 0-1 match."""
-        return sum(self._tools.idf.get(term, 0.0) for term in set(tokenize(query)))
+        """The score of a tool matching every known word of `query` fully, in its fields and as the whole of its
+        and its server's name: divides scores into a 0-1 match."""
+        idfs = [self._tools.idf.get(term, 0.0) for term in set(tokenize(describe_locations(query)))]
+        return sum(idfs) + (NAME_MATCH + SERVER_NAME_MATCH) * sum(idfs) / (len(idfs) or 1)
 
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
         """Tools sharing a word with `query`, best first (lazily); with `required` words, only tools having all."""
+        query = describe_locations(query)
         terms = set(tokenize(query))
         scores = self._tools.score(terms)
         must = {word for text in required for word in tokenize(text)}
@@ -176,10 +221,25 @@ class ToolIndex:
             yield self.entries[position], float(scores[position])
 
 
+def _name_match(doc: Mapping[str, list[str]]) -> dict[str, float]:
+    """A tool's name and server-name words with their unsaturated bonus (see NAME_MATCH)."""
+    bonus: dict[str, float] = {}
+    for field, share in (("name", NAME_MATCH), ("server", SERVER_NAME_MATCH)):
+        words = set(doc[field])
+        for word in words:
+            bonus[word] = bonus.get(word, 0.0) + share / len(words)
+    return bonus
+
+
 class _Postings:
     """Word -> (tool positions, IDF-weighted saturated frequencies) as arrays: one vector add per query word."""
 
-    def __init__(self, frequencies: list[dict[str, float]], reference: _Postings | None = None) -> None:
+    def __init__(
+        self,
+        frequencies: list[dict[str, float]],
+        reference: _Postings | None = None,
+        bonuses: Sequence[Mapping[str, float]] | None = None,
+    ) -> None:
         self.size = len(frequencies)
         total = self.size + (reference.size if reference is not None else 0)
         collected: dict[str, tuple[list[int], list[float]]] = {}
@@ -187,7 +247,7 @@ class _Postings:
             for term, frequency in document.items():
                 positions, values = collected.setdefault(term, ([], []))
                 positions.append(position)
-                values.append(frequency / (K1 + frequency))
+                values.append(frequency / (K1 + frequency) + (bonuses[position].get(term, 0.0) if bonuses else 0.0))
         self.idf: dict[str, float] = {}
         self.document_frequency: dict[str, int] = {}
         self.arrays: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
