@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -109,9 +110,18 @@ class Upstream:
         return [tool["function"]["name"] for tool in self.requests[call].get("tools", [])]
 
 
+@contextlib.contextmanager
+def mock_upstreams() -> Iterator[respx.MockRouter]:
+    """respx at the httpx client level, where the providers' own transport sits; the test client reaching the
+    gateway in memory (host `gw`) passes through."""
+    with respx.mock(assert_all_called=False, using="httpx") as router:
+        router.route(host="gw").pass_through()
+        yield router
+
+
 @pytest.fixture
 def upstream() -> Any:
-    with respx.mock(assert_all_called=False) as router:
+    with mock_upstreams() as router:
         yield Upstream(router)
 
 

@@ -9,11 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-import respx
 
 from app.config import parse_config
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
-from tests.conftest import load_example
+from tests.conftest import load_example, mock_upstreams
 
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 GOLDEN = Path(__file__).parent / "golden" / "anthropic"
@@ -113,7 +112,7 @@ def streamed(
 
 @pytest.fixture
 def anthropic_upstream() -> Any:
-    with respx.mock(assert_all_called=False) as router:
+    with mock_upstreams() as router:
         calls: list[dict[str, Any]] = []
         replies: list[httpx.Response] = []
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from app.config import parse_config
-from tests.conftest import UPSTREAM, Upstream, chat_body, completion
+from tests.conftest import UPSTREAM, Upstream, chat_body, completion, mock_upstreams
 from tests.test_streaming import FIRST_CHUNK, events, sse_reply
 
 SECOND = "http://second.test/v1"
@@ -113,11 +113,10 @@ async def test_streams_retry_before_the_first_byte_but_never_after(
 async def test_fallback_model_takes_over_on_retryable_errors(
     upstream: Upstream, gateway_factory: Any, sleeps: list[float]
 ) -> None:
-    import respx
 
     client, _ = await gateway_factory(config(max_retries=1), targets={})
     upstream.script(busy(503), busy(503))
-    with respx.mock(assert_all_called=False) as second:
+    with mock_upstreams() as second:
         seen: list[dict[str, Any]] = []
 
         def answer(request: httpx.Request) -> httpx.Response:

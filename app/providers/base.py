@@ -23,6 +23,7 @@ import httpx
 
 from app.config import ProviderConfig
 from app.protocol import GatewayError
+from app.providers.transport import upstream_transport
 
 log = logging.getLogger("toolsift.upstream")
 
@@ -84,6 +85,7 @@ class HttpProvider:
             headers={**config.extra_headers, **auth_headers},
             timeout=timeout,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            transport=upstream_transport(),
         )
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -211,11 +213,18 @@ class HttpProvider:
             return GatewayError(
                 504, f"Upstream provider '{self.name}' timed out.", "upstream_error", code="upstream_timeout"
             )
-        return GatewayError(
+        if isinstance(exc, httpx.ConnectError):
+            return GatewayError(
+                502,
+                f"Upstream provider '{self.name}' is unreachable at {self.base_url}: {type(exc).__name__}.",
+                "upstream_error",
+                code="upstream_unreachable",
+            )
+        return GatewayError(  # the connection broke, or the bytes were not HTTP
             502,
-            f"Upstream provider '{self.name}' is unreachable at {self.base_url}: {type(exc).__name__}.",
+            f"Upstream provider '{self.name}' failed mid-exchange: {exc or type(exc).__name__}",
             "upstream_error",
-            code="upstream_unreachable",
+            code="upstream_connection_error",
         )
 
 

@@ -1,0 +1,240 @@
+"""Upstream faults over real sockets: a loopback server that resets, answers garbage, cuts a stream, streams
+forever, drips its headers, or closes idle keep-alive connections. Each fault ends in a clear OpenAI-shaped
+answer within its deadline, and the next request through the same gateway succeeds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import chat_body, completion, make_config
+
+Behaviour = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+class RawUpstream:
+    """A loopback TCP server; each connection runs the current behaviour on the raw bytes."""
+
+    def __init__(self) -> None:
+        self.behaviour: Behaviour = answer_ok
+        self.connections = 0
+        self.server: asyncio.Server | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.behaviour(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1"
+
+
+async def read_request(reader: asyncio.StreamReader) -> dict[str, Any]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
+    return dict(json.loads(await reader.readexactly(length)))
+
+
+async def answer_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Plain keep-alive answers, JSON or SSE as asked, until the client closes."""
+    while True:
+        request = await read_request(reader)
+        if request.get("stream"):
+            chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]}
+            body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
+        else:
+            body = json.dumps(completion("fine")).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+
+async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    writer.transport.abort()
+
+
+async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    writer.write(b"\x00\xffNOT HTTP AT ALL\r\n\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.2)
+
+
+async def bad_json(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\n{not json")
+    await writer.drain()
+
+
+async def cut_mid_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}]}
+    event = f"data: {json.dumps(chunk)}\n\n".encode()
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+    await writer.drain()
+    await asyncio.sleep(0.05)  # then close without the last chunk
+
+
+async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]}
+    event = f"data: {json.dumps(chunk)}\n\n".encode()
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    while True:
+        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+        await asyncio.sleep(0.01)
+
+
+async def slow_loris(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    for byte in b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-padding: " + b"z" * 1000:
+        writer.write(bytes([byte]))
+        await writer.drain()
+        await asyncio.sleep(0.05)
+
+
+async def one_answer_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer once, keep-alive by its headers, then drop the connection when the next request arrives: what a
+    client meets when a server's keep-alive timeout closes the connection as the request goes out."""
+    await read_request(reader)
+    body = json.dumps(completion("fine")).encode()
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+    await writer.drain()
+    await read_request(reader)
+
+
+@pytest.fixture
+async def raw_upstream() -> AsyncIterator[RawUpstream]:
+    upstream = RawUpstream()
+    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0)
+    yield upstream
+    upstream.server.close()
+
+
+async def _gateway(raw_upstream: RawUpstream, gateway_factory: Any, **extra: Any) -> Any:
+    provider = {"base_url": raw_upstream.url, "api_key": "sk-test", "max_retries": 0, "read_timeout": 1.0}
+    config = make_config(providers={"up": provider}, mcpServers={}, tool_sets={}, **extra)
+    client, _ = await gateway_factory(config, targets={})
+    return client
+
+
+def _events(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+
+
+def _content(events: list[dict[str, Any]]) -> str:
+    return "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e.get("choices"))
+
+
+async def _ok_afterwards(client: Any, raw_upstream: RawUpstream) -> None:
+    raw_upstream.behaviour = answer_ok
+    response = await client.post("/v1/chat/completions", json=chat_body("again"))
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "fine"
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "status", "code", "words"),
+    [
+        (reset, 502, "upstream_connection_error", "closed the connection"),
+        (garbage, 502, "upstream_connection_error", "malformed"),
+        (bad_json, 502, "upstream_invalid_response", "not a json object"),
+        (slow_loris, 504, "upstream_timeout", "timed out"),
+    ],
+)
+async def test_a_broken_answer_is_a_clear_error_and_the_next_request_works(
+    raw_upstream: RawUpstream, gateway_factory: Any, behaviour: Behaviour, status: int, code: str, words: str
+) -> None:
+    client = await _gateway(raw_upstream, gateway_factory)
+    raw_upstream.behaviour = behaviour
+    started = time.monotonic()
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert time.monotonic() - started < 5
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and words in error["message"].lower(), error
+    await _ok_afterwards(client, raw_upstream)
+
+
+async def test_a_stream_cut_mid_way_ends_with_an_error_event(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
+    client = await _gateway(raw_upstream, gateway_factory)
+    raw_upstream.behaviour = cut_mid_stream
+    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
+    events = _events(response.text)
+    assert _content(events) == "partial"
+    assert "closed the connection" in events[-1]["error"]["message"].lower()
+    await _ok_afterwards(client, raw_upstream)
+
+
+async def test_an_endless_stream_ends_at_the_request_deadline(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
+    client = await _gateway(raw_upstream, gateway_factory, request_deadline=1.0)
+    raw_upstream.behaviour = endless
+    started = time.monotonic()
+    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
+    assert time.monotonic() - started < 5
+    events = _events(response.text)
+    assert _content(events).startswith("aaa")
+    assert events[-1]["error"]["code"] == "request_deadline"
+    await _ok_afterwards(client, raw_upstream)
+
+
+async def test_sequential_requests_share_one_keep_alive_connection(
+    raw_upstream: RawUpstream, gateway_factory: Any
+) -> None:
+    client = await _gateway(raw_upstream, gateway_factory)
+    for _ in range(5):
+        await _ok_afterwards(client, raw_upstream)
+    assert raw_upstream.connections == 1
+
+
+async def test_a_reused_connection_dropped_by_the_server_is_replaced_unseen(
+    raw_upstream: RawUpstream, gateway_factory: Any
+) -> None:
+    raw_upstream.behaviour = one_answer_per_connection
+    client = await _gateway(raw_upstream, gateway_factory)
+    for _ in range(3):
+        response = await client.post("/v1/chat/completions", json=chat_body("x"))
+        assert response.status_code == 200, response.text
+    assert raw_upstream.connections == 3
+
+
+async def big_chunked_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    body = json.dumps(completion("x" * 3_000_000)).encode()
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+    for start in range(0, len(body), 65536):
+        piece = body[start : start + 65536]
+        writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+    await read_request(reader)
+
+
+async def test_a_large_chunked_answer_arrives_whole(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
+    raw_upstream.behaviour = big_chunked_answer
+    client = await _gateway(raw_upstream, gateway_factory)
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "x" * 3_000_000
