@@ -109,18 +109,20 @@ def create_app(gateway: Gateway) -> FastAPI:
 
 
 async def _chat(gateway: Gateway, request: Request) -> Response:
-    supplied = request.headers.get("x-request-id", "")
+    # One pass over the raw headers: Starlette's Headers scans the list per lookup and raises per missing name.
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]}
+    supplied = headers.get("x-request-id", "")
     request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{secrets.token_hex(8)}"
     started = time.perf_counter()
     facts: dict[str, Any] = {"model": None, "provider": None}
     loop: ChatLoop | None = None
     try:
-        body = await _read_body(request, gateway.config.max_request_bytes)
+        body = await _read_body(request, headers.get("content-length"), gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body, gateway.config.max_messages, gateway.config.max_client_tools)
         facts["model"] = chat_request.model
-        route = gateway.router.route(chat_request.model, _client_upstream_key(request, gateway))
+        route = gateway.router.route(chat_request.model, _client_upstream_key(headers, gateway))
         facts["provider"] = route.provider.name
-        session_id = request.headers.get("x-session-id") or chat_request.session_id
+        session_id = headers.get("x-session-id") or chat_request.session_id
         tools = await gateway.request_tools(chat_request, session_id)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
         if chat_request.stream:
@@ -210,19 +212,18 @@ class ChatFastPath:
         await self.app(scope, receive, send)
 
 
-def _client_upstream_key(request: Request, gateway: Gateway) -> str | None:
+def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:
     """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
     `Authorization` when that header is not already the gateway key."""
-    headers = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
-    for header in headers:
-        scheme, _, token = request.headers.get(header, "").partition(" ")
+    names = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
+    for header in names:
+        scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
     return None
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def _read_body(request: Request, declared: str | None, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     chunks: list[bytes] = []

@@ -79,6 +79,7 @@ class HttpProvider:
         self._missing_key = unset_key_variable if config.api_key == "" else None
         self.forward_client_auth = config.forward_client_auth
         self._request_headers: dict[str, str] = {}
+        self._urls: dict[str, httpx.URL] = {}  # parsed once per path: URL parsing showed in per-request profiles
         self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
         self._client = httpx.AsyncClient(
@@ -180,7 +181,8 @@ class HttpProvider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
-        request = self._client.build_request("POST", f"{self.base_url}{path}", json=body, headers=self._request_headers)
+        url = self._urls.get(path) or self._urls.setdefault(path, httpx.URL(f"{self.base_url}{path}"))
+        request = self._client.build_request("POST", url, json=body, headers=self._request_headers)
         try:
             response = await self._client.send(request, stream=stream)
         except httpx.HTTPError as exc:

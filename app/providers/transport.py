@@ -130,11 +130,16 @@ class _Connection(asyncio.Protocol):
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, timeout: float | None) -> None:
+        """Write; wait (within `timeout`) only if the socket's buffer is full, which small requests never meet."""
         assert self.transport is not None
         self.transport.write(data)
         if self._writable is not None:
-            await self._writable
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._writable
+            except TimeoutError:
+                raise httpx.WriteTimeout("Timed out sending the request.") from None
             self._writable = None
 
     async def response_head(self) -> None:
@@ -257,11 +262,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self, connection: _Connection, origin: tuple[str, str, int], message: bytes, timeouts: dict[str, Any]
     ) -> httpx.Response:
         try:
-            try:
-                async with asyncio.timeout(timeouts.get("write")):
-                    await connection.send(message)
-            except TimeoutError:
-                raise httpx.WriteTimeout("Timed out sending the request.") from None
+            await connection.send(message, timeouts.get("write"))
             try:
                 async with asyncio.timeout(timeouts.get("read")):
                     await connection.response_head()
