@@ -20,6 +20,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import ApiKeyMiddleware
 from app.gateway import Gateway
@@ -34,7 +35,7 @@ log = logging.getLogger("toolsift.http")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
-def create_app(gateway: Gateway) -> FastAPI:
+def create_app(gateway: Gateway) -> ChatFastPath:
     mcp_front = HttpFront(gateway.config)
 
     @asynccontextmanager
@@ -49,18 +50,9 @@ def create_app(gateway: Gateway) -> FastAPI:
 
     app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.gateway = gateway
-    # Innermost first: gateway keys and CORS must wrap every path, the fast one included.
-    app.add_middleware(ChatFastPath, gateway=gateway)
     app.add_middleware(McpPathDispatch, front=mcp_front)
-    if gateway.config.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=gateway.config.cors_origins,
-            allow_methods=["GET", "POST"],
-            allow_headers=["authorization", "content-type", "x-session-id", "x-request-id"],
-        )
-    if gateway.config.auth.api_keys:
-        app.add_middleware(ApiKeyMiddleware, api_keys=gateway.config.auth.api_keys)
+    for middleware, options in _guards(gateway):
+        app.add_middleware(middleware, **options)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -100,12 +92,26 @@ def create_app(gateway: Gateway) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         return await _chat(gateway, request)
 
-    # The hot path: a plain route, also reached directly by ChatFastPath (below) without FastAPI's routing,
-    # exception and exit-stack layers, which this handler does not use (it validates its body itself and
-    # answers every error in OpenAI's shape).
+    # The hot path: a plain route, also reached directly by ChatFastPath (below) without FastAPI's middleware,
+    # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
+    # itself and answers every error in OpenAI's shape). The same gateway keys and CORS guard both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
+    chat: ASGIApp = _ChatEndpoint(gateway)
+    for middleware, options in _guards(gateway):
+        chat = middleware(chat, **options)
+    return ChatFastPath(app, chat)
 
-    return app
+
+def _guards(gateway: Gateway) -> list[tuple[Any, dict[str, Any]]]:
+    """Gateway keys and CORS as ASGI middleware, innermost first: they wrap every path, the fast one included."""
+    guards: list[tuple[Any, dict[str, Any]]] = []
+    if gateway.config.cors_origins:
+        headers = ["authorization", "content-type", "x-session-id", "x-request-id"]
+        options = {"allow_origins": gateway.config.cors_origins, "allow_methods": ["GET", "POST"]}
+        guards.append((CORSMiddleware, {**options, "allow_headers": headers}))
+    if gateway.config.auth.api_keys:
+        guards.append((ApiKeyMiddleware, {"api_keys": gateway.config.auth.api_keys}))
+    return guards
 
 
 async def _chat(gateway: Gateway, request: Request) -> Response:
@@ -197,19 +203,30 @@ async def _stream(
     return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
 
 
-class ChatFastPath:
-    """`POST /v1/chat/completions` straight to its handler (the route above stays for anything else)."""
+class _ChatEndpoint:
+    """`POST /v1/chat/completions` as a bare ASGI app."""
 
-    def __init__(self, app: Any, gateway: Gateway) -> None:
-        self.app = app
+    def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await _chat(self.gateway, Request(scope, receive))
+        await response(scope, receive, send)
+
+
+class ChatFastPath:
+    """The ASGI app served: `POST /v1/chat/completions` goes straight to its (guarded) endpoint; everything else,
+    lifespan included, to the FastAPI app."""
+
+    def __init__(self, app: FastAPI, chat: ASGIApp) -> None:
+        self.app = app
+        self.chat = chat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/chat/completions":
-            response = await _chat(self.gateway, Request(scope, receive))
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+            await self.chat(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:

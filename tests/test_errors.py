@@ -261,3 +261,7 @@ async def test_readyz_and_cors(gateway_factory: Any) -> None:
     client, _ = await gateway_factory(make_config(cors_origins=["https://app.example"]))
     opened = await client.options("/v1/chat/completions", headers=preflight)
     assert opened.headers["access-control-allow-origin"] == "https://app.example"
+    posted = await client.post(
+        "/v1/chat/completions", json={"model": "nope"}, headers={"Origin": "https://app.example"}
+    )
+    assert posted.status_code == 400 and posted.headers["access-control-allow-origin"] == "https://app.example"
