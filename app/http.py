@@ -175,22 +175,10 @@ async def _stream(
         await events.aclose()
         raise
 
-    deadline = started + gateway.config.request_deadline
-
     async def body() -> AsyncGenerator[str, None]:
         try:
             yield first
-            while True:
-                try:
-                    async with asyncio.timeout(max(deadline - time.perf_counter(), 0.001)):  # same task: no copy
-                        event = await anext(events)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    limit = gateway.config.request_deadline
-                    message = f"The request did not finish within the gateway's {limit:g}s deadline."
-                    yield sse(error_body(message, "server_error", code="request_deadline"))
-                    break
+            async for event in events:
                 yield event
         finally:
             await events.aclose()
@@ -200,7 +188,15 @@ async def _stream(
             await gateway.sessions.remember(session_id, loop.tools.discovered)
         _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
-    return EventStreamResponse(body(), headers={"x-request-id": request_id}, on_close=close)
+    limit = gateway.config.request_deadline
+    message = f"The request did not finish within the gateway's {limit:g}s deadline."
+    return EventStreamResponse(
+        body(),
+        headers={"x-request-id": request_id},
+        on_close=close,
+        timeout=max(limit - (time.perf_counter() - started), 0.001),
+        timeout_event=sse(error_body(message, "server_error", code="request_deadline")),
+    )
 
 
 class _ChatEndpoint:

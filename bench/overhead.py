@@ -1,8 +1,8 @@
 """Pass-through overhead: what the gateway adds to a call that uses no MCP tool, against the upstream direct and,
 with `--litellm`, against LiteLLM's proxy (installed by this bench into its own venv, one worker), same run.
 
-For each target: sequential latency and first-token latency (interleaved requests), CPU per request of the
-proxy process (from /proc), and throughput with 32 concurrent clients (measured with `wrk` when it is
+For each target: sequential latency and first-token latency (interleaved requests), CPU per request of its
+own process (from /proc, one target at a time), and throughput with 32 concurrent clients (measured with `wrk` when it is
 installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
 
     python bench/overhead.py [--requests 300] [--seconds 10] [--litellm]
@@ -137,12 +137,17 @@ def main() -> None:
             for url in targets.values():  # warm-up
                 for _ in range(30):
                     sequential_ms(client, url, body)
-            before = {name: cpu_seconds(process.pid) for name, process in processes.items()}
             for _ in range(args.requests):
                 for name, url in targets.items():
                     latency[name].append(sequential_ms(client, url, body))
-            after = {name: cpu_seconds(process.pid) for name, process in processes.items()}
-            cpu = {name: (after[name] - before[name]) * 1000 / args.requests for name in targets}
+            # CPU per request of each target's own process, one target at a time after a pause, so that neither
+            # another proxy's after-request work nor the upstream serving the proxies is counted.
+            for name, url in targets.items():
+                time.sleep(1)
+                before = cpu_seconds(processes[name].pid)
+                for _ in range(args.requests):
+                    sequential_ms(client, url, body)
+                cpu[name] = (cpu_seconds(processes[name].pid) - before) * 1000 / args.requests
             for _ in range(args.requests):
                 for name, url in targets.items():
                     first[name].append(first_content_seconds(client, url, stream_body) * 1000)

@@ -107,6 +107,31 @@ async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         await asyncio.sleep(0.01)
 
 
+async def stall_mid_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}]}
+    event = f"data: {json.dumps(chunk)}\n\n".encode()
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+    await writer.drain()
+    await asyncio.sleep(30)  # then nothing, with the connection open
+
+
+async def slow_but_steady(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Five chunks 0.5 s apart: 2.5 s in all, longer than a 1 s read timeout, but never 1 s without data."""
+    await read_request(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    for finish in [None, None, None, None, "stop"]:
+        chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": finish}]}
+        event = f"data: {json.dumps(chunk)}\n\n".encode()
+        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+        await asyncio.sleep(0.5)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+    await read_request(reader)
+
+
 async def slow_loris(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await read_request(reader)
     for byte in b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-padding: " + b"z" * 1000:
@@ -186,6 +211,25 @@ async def test_a_stream_cut_mid_way_ends_with_an_error_event(raw_upstream: RawUp
     assert _content(events) == "partial"
     assert "closed the connection" in events[-1]["error"]["message"].lower()
     await _ok_afterwards(client, raw_upstream)
+
+
+async def test_a_stream_that_stalls_ends_at_the_read_timeout(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
+    client = await _gateway(raw_upstream, gateway_factory)  # read_timeout 1 s
+    raw_upstream.behaviour = stall_mid_stream
+    started = time.monotonic()
+    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
+    assert 0.9 < time.monotonic() - started < 5
+    events = _events(response.text)
+    assert _content(events) == "partial" and events[-1]["error"]["code"] == "upstream_timeout"
+    await _ok_afterwards(client, raw_upstream)
+
+
+async def test_a_slow_but_steady_stream_is_not_cut(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
+    client = await _gateway(raw_upstream, gateway_factory)  # read_timeout 1 s
+    raw_upstream.behaviour = slow_but_steady
+    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
+    events = _events(response.text)
+    assert _content(events) == "aaaaa" and "error" not in events[-1], events[-1]
 
 
 async def test_an_endless_stream_ends_at_the_request_deadline(raw_upstream: RawUpstream, gateway_factory: Any) -> None:

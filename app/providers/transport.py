@@ -35,6 +35,7 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._parser = httptools.HttpResponseParser(self)
         self._writable: asyncio.Future[None] | None = None
+        self._read_timer: asyncio.TimerHandle | None = None
         self.begin()
 
     def begin(self) -> None:
@@ -50,6 +51,8 @@ class _Connection(asyncio.Protocol):
         self._buffered = 0
         self._paused = False
         self._waiter: asyncio.Future[None] | None = None
+        self._waiting_since = 0.0
+        self._stop_read_timer()
         self._head: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
@@ -114,6 +117,7 @@ class _Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         self._keep_alive = self._parser.should_keep_alive()  # only meaningful inside this callback
         self.complete = True
+        self._stop_read_timer()
         self._wake()
 
     # used by the transport
@@ -158,17 +162,40 @@ class _Connection(asyncio.Protocol):
                 raise self._error
             if self.complete:
                 return
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            self._waiter = loop.create_future()
+            self._waiting_since = loop.time()
+            if timeout is not None and self._read_timer is None:
+                self._read_timer = loop.call_at(self._waiting_since + timeout, self._check_read, timeout)
             try:
-                async with asyncio.timeout(timeout):
-                    await self._waiter
-            except TimeoutError:
-                raise httpx.ReadTimeout("Timed out reading the response body.") from None
+                await self._waiter
             finally:
                 self._waiter = None
 
+    def _check_read(self, timeout: float) -> None:
+        """One lazily re-armed timer per response instead of a timeout per awaited chunk (a stream's chunks
+        arrive one by one, and per-chunk timers showed in profiles): fail the reader only when it has really
+        waited `timeout` seconds."""
+        self._read_timer = None
+        if self.complete or self._error is not None:
+            return
+        if self._waiter is None:  # the reader is busy, not waiting: check again a full period from now
+            when = asyncio.get_running_loop().time() + timeout
+        else:
+            when = self._waiting_since + timeout
+            if asyncio.get_running_loop().time() >= when:
+                self._waiter.set_exception(httpx.ReadTimeout("Timed out reading the response body."))
+                return
+        self._read_timer = asyncio.get_running_loop().call_at(when, self._check_read, timeout)
+
+    def _stop_read_timer(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
     def close(self) -> None:
         self.closed = True
+        self._stop_read_timer()
         if self.transport is not None:
             self.transport.close()
 
