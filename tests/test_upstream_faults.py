@@ -86,46 +86,46 @@ async def bad_json(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
     await writer.drain()
 
 
-async def cut_mid_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    await read_request(reader)
-    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}]}
-    event = f"data: {json.dumps(chunk)}\n\n".encode()
+def start_event_stream(writer: asyncio.StreamWriter) -> None:
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+
+
+async def write_event(writer: asyncio.StreamWriter, content: str, finish: str | None = None) -> None:
+    """One chat-completion chunk as an SSE event in one HTTP chunk."""
+    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]}
+    event = f"data: {json.dumps(chunk)}\n\n".encode()
     writer.write(b"%x\r\n%s\r\n" % (len(event), event))
     await writer.drain()
+
+
+async def cut_mid_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    start_event_stream(writer)
+    await write_event(writer, "partial")
     await asyncio.sleep(0.05)  # then close without the last chunk
 
 
 async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await read_request(reader)
-    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]}
-    event = f"data: {json.dumps(chunk)}\n\n".encode()
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    start_event_stream(writer)
     while True:
-        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-        await writer.drain()
+        await write_event(writer, "a")
         await asyncio.sleep(0.01)
 
 
 async def stall_mid_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await read_request(reader)
-    chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}]}
-    event = f"data: {json.dumps(chunk)}\n\n".encode()
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-    writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-    await writer.drain()
+    start_event_stream(writer)
+    await write_event(writer, "partial")
     await asyncio.sleep(30)  # then nothing, with the connection open
 
 
 async def slow_but_steady(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Five chunks 0.5 s apart: 2.5 s in all, longer than a 1 s read timeout, but never 1 s without data."""
     await read_request(reader)
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    start_event_stream(writer)
     for finish in [None, None, None, None, "stop"]:
-        chunk = {**CHUNK, "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": finish}]}
-        event = f"data: {json.dumps(chunk)}\n\n".encode()
-        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-        await writer.drain()
+        await write_event(writer, "a", finish)
         await asyncio.sleep(0.5)
     writer.write(b"0\r\n\r\n")
     await writer.drain()
