@@ -58,12 +58,13 @@ class EventStreamResponse(Response):
         watcher = asyncio.ensure_future(watch_for_disconnect())
         loop = asyncio.get_running_loop()
         timer = loop.call_later(self.timeout, stop, "timeout") if self.timeout is not None else None
-        started = finished = False
+        open_body = finished = False  # open_body: the head is out and the body not yet ended
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            started = True
+            open_body = True
             async for event in self.events:
                 await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
+            open_body = False
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             finished = True
         except OSError:
@@ -72,7 +73,7 @@ class EventStreamResponse(Response):
             if stopped is None:
                 raise
             streamer.uncancel()  # our own cancellation: the request ends normally
-            if stopped == "timeout" and started:
+            if stopped == "timeout" and open_body:
                 with contextlib.suppress(OSError):
                     await send({"type": "http.response.body", "body": self.timeout_event.encode(), "more_body": True})
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
