@@ -2,8 +2,8 @@
 with `--litellm`, against LiteLLM's proxy (installed by this bench into its own venv, one worker), same run.
 
 For each target: sequential latency and first-token latency (interleaved requests), CPU per request of its
-own process (from /proc, one target at a time), and throughput with 32 concurrent clients (measured with `wrk` when it is
-installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
+own process (from /proc, one target at a time), and throughput with 32 concurrent clients (measured with `wrk`
+when it is installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
 
     python bench/overhead.py [--requests 300] [--seconds 10] [--litellm]
 """
