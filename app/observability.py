@@ -76,6 +76,8 @@ def configure_logging(level: str, log_format: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # httpx logs every upstream call at INFO: a second line per round beside the gateway's one line per request.
+    logging.getLogger("httpx").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
 
 
 def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any]) -> None:

@@ -88,7 +88,9 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         process.terminate()
         process.wait(15)
         log.close()
-        assert "sk-integration-secret" not in (path.parent / "gateway.log").read_text()
+        written = (path.parent / "gateway.log").read_text()
+        assert "sk-integration-secret" not in written
+        assert "toolsift.http request id=" in written and "HTTP Request:" not in written, "one line per request"
 
 
 @pytest.fixture
