@@ -1,13 +1,16 @@
-"""The upstream transport over TLS: a loopback HTTPS server with a certificate made for the test, trusted by
-the client's context, then not trusted."""
+"""The upstream transport on its own: TLS with a certificate made for the test (trusted, then not), compressed
+answers, and the cap on requests in flight."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import gzip
+import json
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from app.providers.transport import LeanTransport
-from tests.test_upstream_faults import RawUpstream
+from tests.conftest import completion
+from tests.test_upstream_faults import RawUpstream, read_request
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
@@ -70,3 +74,53 @@ async def test_an_untrusted_certificate_is_refused(https_upstream: tuple[str, Pa
     async with httpx.AsyncClient(transport=LeanTransport(ssl_context=ssl.create_default_context())) as client:
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             await client.post(url, json={"model": "m", "messages": []})
+
+
+async def _plain_upstream(behaviour: Any) -> RawUpstream:
+    upstream = RawUpstream()
+    upstream.behaviour = behaviour
+    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0)
+    return upstream
+
+
+async def test_a_compressed_answer_is_decoded() -> None:
+    async def gzipped(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        body = gzip.compress(json.dumps(completion("unzipped")).encode())
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+        writer.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    upstream = await _plain_upstream(gzipped)
+    async with httpx.AsyncClient(transport=LeanTransport()) as client:
+        response = await client.post(upstream.url + "/chat/completions", json={})
+    upstream.server.close()  # type: ignore[union-attr]
+    assert response.json()["choices"][0]["message"]["content"] == "unzipped"
+
+
+async def test_requests_beyond_max_connections_wait_for_a_slot_or_time_out() -> None:
+    in_flight = peak = 0
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal in_flight, peak
+        while True:
+            await read_request(reader)
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.2)
+            in_flight -= 1
+            body = json.dumps(completion("fine")).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+
+    upstream = await _plain_upstream(slow)
+    url = upstream.url + "/chat/completions"
+    async with httpx.AsyncClient(transport=LeanTransport(max_connections=2)) as client:
+        answers = await asyncio.gather(*(client.post(url, json={}) for _ in range(5)))
+        assert [a.status_code for a in answers] == [200] * 5 and peak == 2
+        short = httpx.Timeout(5, pool=0.05)
+        results = await asyncio.gather(
+            *(client.post(url, json={}, timeout=short) for _ in range(3)), return_exceptions=True
+        )
+        assert sum(isinstance(r, httpx.PoolTimeout) for r in results) == 1
+    upstream.server.close()  # type: ignore[union-attr]

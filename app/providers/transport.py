@@ -218,15 +218,18 @@ class _ResponseBody(httpx.AsyncByteStream):
 
 
 class LeanTransport(httpx.AsyncBaseTransport):
-    """http and https to a few origins with keep-alive; idle connections are reused newest first."""
+    """http and https to a few origins with keep-alive; idle connections are reused newest first. At most
+    `max_connections` requests are in flight; more wait for a slot up to httpx's pool timeout."""
 
     def __init__(
         self,
         ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 200,
         max_idle_per_origin: int = 50,
         idle_expiry: float = 4.0,  # below the 5 s keep-alive of common servers, so a reused one is still open
     ) -> None:
         self._ssl_context = ssl_context
+        self._slots = asyncio.Semaphore(max_connections)
         self._max_idle = max_idle_per_origin
         self._idle_expiry = idle_expiry
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
@@ -237,16 +240,31 @@ class LeanTransport(httpx.AsyncBaseTransport):
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         message = _serialise(request, await request.aread())
-        connection = self._reuse(origin)
-        if connection is not None:
-            try:
-                return await self._exchange(connection, origin, message, timeouts)
-            except httpx.RemoteProtocolError:
-                if connection.received_any:
-                    raise
-                # The server closed the idle connection as the request went out: nothing was processed.
-        connection = await self._connect(origin, timeouts.get("connect"))
-        return await self._exchange(connection, origin, message, timeouts)
+        await self._take_slot(timeouts.get("pool"))
+        try:
+            connection = self._reuse(origin)
+            if connection is not None:
+                try:
+                    return await self._exchange(connection, origin, message, timeouts)
+                except httpx.RemoteProtocolError:
+                    if connection.received_any:
+                        raise
+                    # The server closed the idle connection as the request went out: nothing was processed.
+            connection = await self._connect(origin, timeouts.get("connect"))
+            return await self._exchange(connection, origin, message, timeouts)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _take_slot(self, timeout: float | None) -> None:
+        if not self._slots.locked():
+            await self._slots.acquire()  # free: returns without waiting
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout("Timed out waiting for a free upstream connection.") from None
 
     async def aclose(self) -> None:
         for connection in list(self._open):
@@ -300,6 +318,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             raise
 
         def release(done: _Connection) -> None:
+            self._slots.release()
             if done.reusable and len(self._idle.setdefault(origin, [])) < self._max_idle:
                 done.idle_since = time.monotonic()
                 self._idle[origin].append(done)
