@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.providers.transport import LeanTransport
+from app.providers.transport import LeanTransport, upstream_transport
 from tests.conftest import completion
 from tests.test_upstream_faults import RawUpstream, read_request
 
@@ -124,3 +124,11 @@ async def test_requests_beyond_max_connections_wait_for_a_slot_or_time_out() -> 
         )
         assert sum(isinstance(r, httpx.PoolTimeout) for r in results) == 1
     upstream.server.close()  # type: ignore[union-attr]
+
+
+def test_a_proxy_in_the_environment_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(upstream_transport(), LeanTransport)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert upstream_transport() is None, "None: httpx builds its own transport, which honours the proxy"
