@@ -179,7 +179,7 @@ class _Connection(asyncio.Protocol):
         self._read_timer = None
         if self.complete or self._error is not None:
             return
-        if self._waiter is None:  # the reader is busy, not waiting: check again a full period from now
+        if self._waiter is None or self._waiter.done():  # data came, or the reader is busy: a full period more
             when = asyncio.get_running_loop().time() + timeout
         else:
             when = self._waiting_since + timeout
