@@ -10,7 +10,6 @@ import json
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +20,7 @@ from cryptography.x509.oid import NameOID
 
 from app.providers.transport import LeanTransport, upstream_transport
 from tests.conftest import completion
-from tests.test_upstream_faults import RawUpstream, read_request
+from tests.test_upstream_faults import read_request, serve_raw
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
@@ -53,8 +52,8 @@ async def https_upstream(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     cert_path, key_path = _certificate(tmp_path)
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_context.load_cert_chain(cert_path, key_path)
-    upstream = RawUpstream()
-    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0, ssl=server_context)
+    upstream = await serve_raw(tls=server_context)
+    assert upstream.server is not None
     port = upstream.server.sockets[0].getsockname()[1]
     yield f"https://localhost:{port}/v1/chat/completions", cert_path
     upstream.server.close()
@@ -76,13 +75,6 @@ async def test_an_untrusted_certificate_is_refused(https_upstream: tuple[str, Pa
             await client.post(url, json={"model": "m", "messages": []})
 
 
-async def _plain_upstream(behaviour: Any) -> RawUpstream:
-    upstream = RawUpstream()
-    upstream.behaviour = behaviour
-    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0)
-    return upstream
-
-
 async def test_a_compressed_answer_is_decoded() -> None:
     async def gzipped(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -91,7 +83,7 @@ async def test_a_compressed_answer_is_decoded() -> None:
         writer.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
         await writer.drain()
 
-    upstream = await _plain_upstream(gzipped)
+    upstream = await serve_raw(gzipped)
     async with httpx.AsyncClient(transport=LeanTransport()) as client:
         response = await client.post(upstream.url + "/chat/completions", json={})
     upstream.server.close()  # type: ignore[union-attr]
@@ -113,7 +105,7 @@ async def test_requests_beyond_max_connections_wait_for_a_slot_or_time_out() -> 
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
             await writer.drain()
 
-    upstream = await _plain_upstream(slow)
+    upstream = await serve_raw(slow)
     url = upstream.url + "/chat/completions"
     async with httpx.AsyncClient(transport=LeanTransport(max_connections=2)) as client:
         answers = await asyncio.gather(*(client.post(url, json={}) for _ in range(5)))

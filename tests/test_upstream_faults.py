@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -150,11 +151,19 @@ async def one_answer_per_connection(reader: asyncio.StreamReader, writer: asynci
     await read_request(reader)
 
 
+async def serve_raw(behaviour: Behaviour | None = None, tls: ssl.SSLContext | None = None) -> RawUpstream:
+    """A RawUpstream listening on a free loopback port (over TLS with `tls`)."""
+    upstream = RawUpstream()
+    upstream.behaviour = behaviour or answer_ok
+    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0, ssl=tls)
+    return upstream
+
+
 @pytest.fixture
 async def raw_upstream() -> AsyncIterator[RawUpstream]:
-    upstream = RawUpstream()
-    upstream.server = await asyncio.start_server(upstream._serve, "127.0.0.1", 0)
+    upstream = await serve_raw()
     yield upstream
+    assert upstream.server is not None
     upstream.server.close()
 
 
