@@ -56,7 +56,7 @@ async def https_upstream(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     assert upstream.server is not None
     port = upstream.server.sockets[0].getsockname()[1]
     yield f"https://localhost:{port}/v1/chat/completions", cert_path
-    upstream.server.close()
+    upstream.close()
 
 
 async def test_https_with_a_trusted_certificate_and_keep_alive(https_upstream: tuple[str, Path]) -> None:
@@ -86,7 +86,7 @@ async def test_a_compressed_answer_is_decoded() -> None:
     upstream = await serve_raw(gzipped)
     async with httpx.AsyncClient(transport=LeanTransport()) as client:
         response = await client.post(upstream.url + "/chat/completions", json={})
-    upstream.server.close()  # type: ignore[union-attr]
+    upstream.close()
     assert response.json()["choices"][0]["message"]["content"] == "unzipped"
 
 
@@ -115,7 +115,7 @@ async def test_requests_beyond_max_connections_wait_for_a_slot_or_time_out() -> 
             *(client.post(url, json={}, timeout=short) for _ in range(3)), return_exceptions=True
         )
         assert sum(isinstance(r, httpx.PoolTimeout) for r in results) == 1
-    upstream.server.close()  # type: ignore[union-attr]
+    upstream.close()
 
 
 def test_a_proxy_in_the_environment_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:

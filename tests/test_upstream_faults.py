@@ -38,6 +38,10 @@ class RawUpstream:
         finally:
             writer.close()
 
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
     @property
     def url(self) -> str:
         assert self.server is not None
@@ -163,8 +167,7 @@ async def serve_raw(behaviour: Behaviour | None = None, tls: ssl.SSLContext | No
 async def raw_upstream() -> AsyncIterator[RawUpstream]:
     upstream = await serve_raw()
     yield upstream
-    assert upstream.server is not None
-    upstream.server.close()
+    upstream.close()
 
 
 async def _gateway(raw_upstream: RawUpstream, gateway_factory: Any, **extra: Any) -> Any:
