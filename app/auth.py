@@ -1,19 +1,45 @@
 """Gateway keys: with `auth.api_keys` set, every endpoint but `/healthz` needs `Authorization: Bearer <key>`.
 
 A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
-constant time, each one, so timing tells nothing about which key or how much of it matched.
+constant time, each one, so timing tells nothing about which key or how much of it matched. The key that
+matched becomes the request's `Identity`, put in the ASGI scope: sessions and the MCP front read it there, so
+one caller's state is never another's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.protocol import error_body
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+SCOPE_KEY = "toolsift.identity"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is calling. `id` keys per-caller state (sessions, MCP tool lists); it is never the key itself."""
+
+    id: str
+
+    @classmethod
+    def for_key(cls, key: str | bytes) -> Identity:
+        raw = key.encode() if isinstance(key, str) else key
+        return cls("key-" + hashlib.sha256(raw).hexdigest()[:16])
+
+
+ANONYMOUS = Identity("anonymous")  # every caller when no gateway keys are set, and the local stdio client
+
+
+def identity_of(scope: Scope) -> Identity:
+    """The caller of this request: the key middleware's verdict, or the anonymous identity without keys."""
+    found = scope.get(SCOPE_KEY)
+    return found if isinstance(found, Identity) else ANONYMOUS
 
 
 class ApiKeyMiddleware:
@@ -32,10 +58,14 @@ class ApiKeyMiddleware:
         await send({"type": "http.response.body", "body": body})
 
     def _allowed(self, scope: Scope) -> bool:
+        """A gateway key was sent; its identity is recorded in the scope for what runs after."""
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer":
             return False
         token = token.strip()
         matches = [hmac.compare_digest(token, key) for key in self.keys]
-        return any(matches)
+        if not any(matches):
+            return False
+        scope[SCOPE_KEY] = Identity.for_key(token)
+        return True

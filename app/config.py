@@ -141,6 +141,8 @@ class AuthConfig(_Strict):
 class SessionConfig(_Strict):
     ttl_seconds: float = Field(3600.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
+    max_bytes: int = Field(16 * 1024 * 1024, ge=4096, description="in-memory store's size bound, oldest out first")
+    max_tools: int = Field(256, ge=1, description="tool names remembered per session, the latest kept")
     redis_url: str | None = None
 
 
@@ -164,6 +166,7 @@ class Config(_Strict):
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     max_messages: int = Field(2000, ge=1)
     max_client_tools: int = Field(512, ge=0)
+    max_session_id_chars: int = Field(256, ge=1, description="for X-Session-Id and body session_id alike")
     max_concurrent_calls_per_server: int = Field(16, ge=1)
     request_deadline: float = Field(600.0, gt=0, description="seconds for a whole request, every round included")
     shutdown_grace_seconds: float = Field(30.0, ge=0)

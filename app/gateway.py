@@ -16,7 +16,7 @@ from app.request_tools import (
     latest_user_text,
     prepare_request_tools,
 )
-from app.sessions import session_store
+from app.sessions import SessionKey, session_store
 
 
 class Gateway:
@@ -29,8 +29,9 @@ class Gateway:
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens)
+        sessions = config.sessions
         self.sessions = session_store(
-            config.sessions.ttl_seconds, config.sessions.max_sessions, config.sessions.redis_url
+            sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
         )
 
     async def start(self) -> None:
@@ -42,11 +43,11 @@ class Gateway:
         await self.router.aclose()
         await self.sessions.aclose()
 
-    async def request_tools(self, request: ChatCompletionRequest, session_id: str | None) -> RequestTools:
+    async def request_tools(self, request: ChatCompletionRequest, session: SessionKey | None) -> RequestTools:
         tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
         tools.load(history_tool_names(request.messages))
-        if session_id:
-            tools.load(await self.sessions.tools(session_id))
+        if session is not None:
+            tools.load(await self.sessions.tools(session))
         discovery = self.config.tool_discovery
         if discovery.prefetch:
             tools.prefetch(latest_user_text(request.messages), discovery.prefetch, discovery.prefetch_min_match)

@@ -28,6 +28,7 @@ from app.loop import ChatLoop
 from app.mcp_http import HttpFront, McpPathDispatch
 from app.observability import METRICS_CONTENT_TYPE, log_fields
 from app.protocol import GatewayError, error_body, parse_chat_request
+from app.sessions import SessionKey, session_of
 from app.sse import EventStreamResponse
 from app.streaming import sse, stream_chat
 
@@ -128,11 +129,13 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         facts["model"] = chat_request.model
         route = gateway.router.route(chat_request.model, _client_upstream_key(headers, gateway))
         facts["provider"] = route.provider.name
-        session_id = headers.get("x-session-id") or chat_request.session_id
-        tools = await gateway.request_tools(chat_request, session_id)
+        session = session_of(
+            request.scope, headers.get("x-session-id"), chat_request.session_id, gateway.config.max_session_id_chars
+        )
+        tools = await gateway.request_tools(chat_request, session)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
         if chat_request.stream:
-            return await _stream(gateway, loop, payload, request_id, started, facts, session_id)
+            return await _stream(gateway, loop, payload, request_id, started, facts, session)
         try:
             async with asyncio.timeout(gateway.config.request_deadline):
                 result = await loop.run(payload)
@@ -143,8 +146,8 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
                 "server_error",
                 code="request_deadline",
             ) from None
-        if session_id:
-            await gateway.sessions.remember(session_id, tools.discovered)
+        if session is not None:
+            await gateway.sessions.remember(session, tools.discovered)
         response: Response = JSONResponse(result)
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
@@ -165,7 +168,7 @@ async def _stream(
     request_id: str,
     started: float,
     facts: dict[str, Any],
-    session_id: str | None,
+    session: SessionKey | None,
 ) -> Response:
     """Start the stream before answering, so errors up to the upstream's first chunk keep their HTTP status."""
     events = stream_chat(loop, payload, gateway.config.stream_keepalive_seconds)
@@ -184,8 +187,8 @@ async def _stream(
             await events.aclose()
 
     async def close(finished: bool) -> None:
-        if session_id:
-            await gateway.sessions.remember(session_id, loop.tools.discovered)
+        if session is not None:
+            await gateway.sessions.remember(session, loop.tools.discovered)
         _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
 
     limit = gateway.config.request_deadline

@@ -95,7 +95,7 @@ class ChatCompletionRequest(_Open):
     tools: list[ToolDefinition] | None = None
     stream: StrictBool = False
     tool_set: str | None = None
-    session_id: str | None = Field(None, min_length=1, max_length=256)
+    session_id: str | None = Field(None, min_length=1)  # capped by `max_session_id_chars`, as the header is
 
 
 def parse_chat_request(

@@ -51,7 +51,7 @@ async def test_two_replicas_share_a_session(redis_url: str, upstream: Upstream, 
     import redis
 
     client = redis.Redis.from_url(redis_url)
-    assert 0 < client.ttl("toolsift:session:shared-conversation") <= 120
+    assert 0 < client.ttl("toolsift:session:anonymous:shared-conversation") <= 120
     client.close()
 
 

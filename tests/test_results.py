@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import mcp_types
 
+from app.auth import ANONYMOUS
 from app.mcp.results import result_text
-from app.sessions import SessionStore
+from app.sessions import SessionKey, SessionStore
 
 
 def _result(*content: object, structured: object = None, error: bool = False) -> mcp_types.CallToolResult:
@@ -50,11 +51,12 @@ def test_errors_are_prefixed_and_truncation_is_noted() -> None:
 async def test_session_store_expires_and_stays_bounded() -> None:
     now = [0.0]
     store = SessionStore(ttl_seconds=10, max_sessions=2, clock=lambda: now[0])
-    await store.remember("a", ["t1"])
-    await store.remember("a", ["t2", "t1"])
-    assert await store.tools("a") == ["t1", "t2"]
-    await store.remember("b", ["x"])
-    await store.remember("c", ["y"])
-    assert len(store) == 2 and await store.tools("a") == []
+    a, b, c = (SessionKey(ANONYMOUS, name) for name in "abc")
+    await store.remember(a, ["t1"])
+    await store.remember(a, ["t2", "t1"])
+    assert await store.tools(a) == ["t1", "t2"]
+    await store.remember(b, ["x"])
+    await store.remember(c, ["y"])
+    assert len(store) == 2 and await store.tools(a) == []
     now[0] = 11
-    assert await store.tools("c") == []
+    assert await store.tools(c) == []
