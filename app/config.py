@@ -132,6 +132,7 @@ class ToolSetConfig(_Strict):
 
 class McpFrontConfig(_Strict):
     mode: Literal["lazy", "proxy", "full"] = "lazy"
+    max_clients: int = Field(10_000, ge=1, description="lazy clients whose found tools are kept, least recent out")
 
 
 class AuthConfig(_Strict):

@@ -4,7 +4,9 @@ Every configured server's tools under the same `{server}__{tool}` names, toolset
 API, exposed three ways:
 
 - `lazy`: `tools/list` shows the loaded tools and `search_tools`; a search enables the found tools for this
-  session and the client gets `notifications/tools/list_changed`.
+  client and the client gets `notifications/tools/list_changed`. A client is a caller's identity in one MCP
+  session (handshake-era protocols), or the identity alone (2026-07-28, which has no sessions); what it enabled
+  is kept in one place that `search_tools`, `tools/list` and `tools/call` all read, so they never disagree.
 - `proxy`: fixed meta-tools for clients that ignore `list_changed`: `search_tools` answers full schemas and
   `call_tool(name, arguments)` validates the arguments and runs the tool.
 - `full`: a transparent aggregate of every tool.
@@ -13,6 +15,7 @@ API, exposed three ways:
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,11 +23,13 @@ import jsonschema
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
-from fastmcp.server.dependencies import get_access_token, get_context
+from fastmcp.server.dependencies import get_context, get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
+from app.auth import ANONYMOUS, identity_of
 from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
 from app.discovery.search import Discovery, run_search
@@ -32,7 +37,6 @@ from app.mcp.connections import McpManager
 from app.request_tools import mcp_groups
 
 Mode = Literal["lazy", "proxy", "full"]
-DEFERRED_TAG = "toolsift-deferred"
 CALL_TOOL_NAME = "call_tool"
 
 
@@ -67,12 +71,12 @@ class LazySearch(Tool):
     _state: FrontState = PrivateAttr()
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        enabled = self._state.enabled.setdefault(client_identity(), set())
+        enabled = self._state.client().enabled
         outcome = run_search(arguments, self._discovery, lambda name: name in enabled, self._limit)
         names = {entry.name for entry in outcome.found}
         if names:
             enabled.update(names)
-            await get_context().enable_components(names=names)
+            await get_context().send_notification(mcp_types.ToolListChangedNotification())
         return ToolResult(content=outcome.text)
 
 
@@ -126,6 +130,14 @@ class ProxyCall(Tool):
 
 
 @dataclass
+class ClientView:
+    """One client's view of the front: the catalog version it last saw and the deferred tools it enabled."""
+
+    seen: int | None = None
+    enabled: set[str] = field(default_factory=set)
+
+
+@dataclass
 class FrontState:
     """What a front currently serves; replaced in place when the backends' tools change."""
 
@@ -133,60 +145,88 @@ class FrontState:
     deferred: set[str] = field(default_factory=set)
     discovery: Discovery | None = None
     tool_names: list[str] = field(default_factory=list)
-    seen: dict[str, int] = field(default_factory=dict)  # client identity -> catalog version it last saw
-    enabled: dict[str, set[str]] = field(default_factory=dict)  # client identity -> tools its searches enabled
+    max_clients: int = 10_000
+    clients: OrderedDict[tuple[str, str | None], ClientView] = field(default_factory=OrderedDict)
+
+    def client(self) -> ClientView:
+        """The calling client's view; the least recently seen clients are forgotten beyond `max_clients`."""
+        key = client_key()
+        view = self.clients.pop(key, None) or ClientView()
+        self.clients[key] = view
+        while len(self.clients) > self.max_clients:
+            self.clients.popitem(last=False)
+        return view
+
+    def hidden(self, name: str) -> bool:
+        """A deferred tool this client has not enabled with a search."""
+        return name in self.deferred and name not in self.client().enabled
 
 
-def client_identity() -> str:
-    """Who is calling: the authenticated client over HTTP; over stdio the process has a single client."""
-    token = get_access_token()
-    return token.client_id if token is not None else "local"
+def client_key() -> tuple[str, str | None]:
+    """Who is calling, and in which MCP session: the caller's identity (from the gateway key over HTTP; over
+    stdio the process has a single client) and, on handshake-era connections, the MCP session id. 2026-07-28
+    connections have no session, so there the identity alone is the client."""
+    try:
+        identity = identity_of(get_http_request().scope)
+    except RuntimeError:
+        identity = ANONYMOUS
+    context = get_context()
+    request = context.request_context
+    if request is not None and request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return identity.id, None
+    try:
+        return identity.id, context.session_id
+    except RuntimeError:
+        return identity.id, None
 
 
 class FrontMiddleware(Middleware):
-    """Tells a session its tool list changed (on its next request, the only channel a sessionless protocol
-    has), and gives guidance when a deferred tool is called before `search_tools` enabled it."""
+    """Tells a client its tool list changed (on its next request, the only channel a sessionless protocol
+    has), hides the deferred tools a client has not enabled, and gives guidance when one is called."""
 
     def __init__(self, state: FrontState) -> None:
         self.state = state
 
     async def on_request(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         session = context.fastmcp_context
-        if session is not None:
-            client = client_identity()
-            seen = self.state.seen.get(client)
-            if seen != self.state.version:
-                if seen is not None:
+        if session is not None and context.method != "initialize":
+            view = self.state.client()
+            if view.seen != self.state.version:
+                if view.seen is not None:
                     await session.send_notification(mcp_types.ToolListChangedNotification())
-                self.state.seen[client] = self.state.version
+                view.seen = self.state.version
         return await call_next(context)
 
+    async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        tools = await call_next(context)
+        if not self.state.deferred:
+            return tools
+        return [tool for tool in tools if not self.state.hidden(tool.name)]
+
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        name = context.message.name
+        if self.state.hidden(name):
+            text = f"Error: Tool '{name}' is not enabled yet. Call search_tools with tool_names [\"{name}\"] first."
+            return ToolResult(content=text, is_error=True)
         try:
             return await call_next(context)
         except NotFoundError:
-            name = context.message.name
-            if name in self.state.deferred:
-                text = f"Error: Tool '{name}' is not enabled yet. Call search_tools with tool_names [\"{name}\"] first."
-            else:
-                discovery = self.state.discovery
-                hint = run_search({"tool_names": [name]}, discovery, lambda _: False, 3).text if discovery else ""
-                text = f"Error: Unknown tool '{name}'. {hint}".strip()
-            return ToolResult(content=text, is_error=True)
+            discovery = self.state.discovery
+            hint = run_search({"tool_names": [name]}, discovery, lambda _: False, 3).text if discovery else ""
+            return ToolResult(content=f"Error: Unknown tool '{name}'. {hint}".strip(), is_error=True)
 
 
 class Front:
     """One MCP server over the catalog: its tools follow the backends, its sessions are told when they change."""
 
-    def __init__(self, auth: Any = None) -> None:
-        self.state = FrontState()
+    def __init__(self, auth: Any = None, max_clients: int = 10_000) -> None:
+        self.state = FrontState(max_clients=max_clients)
         self.server = FastMCP(
             "toolsift",
             instructions="One MCP server for many: search_tools finds and enables the tools you need.",
             auth=auth,
         )
         self.server.add_middleware(FrontMiddleware(self.state))
-        self.server.disable(tags={DEFERRED_TAG})
 
     def populate(
         self, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
@@ -234,8 +274,7 @@ def _tools(
     if mode == "lazy":
         lazy = LazySearch(name=SEARCH_TOOL_NAME, description=search["description"], parameters=search["parameters"])
         lazy._discovery, lazy._limit, lazy._state = discovery, limit, state
-        tagged = [_forwarded(entry, manager, {DEFERRED_TAG} if entry.deferred else None) for entry in entries]
-        return [*tagged, lazy]
+        return [*(_forwarded(entry, manager) for entry in entries), lazy]
     description = search["description"].replace(
         "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
     )
@@ -257,9 +296,7 @@ def _tools(
     return [*loaded, proxy_search, call]
 
 
-def _forwarded(entry: ToolEntry, manager: McpManager, tags: set[str] | None = None) -> ForwardedTool:
-    tool = ForwardedTool(
-        name=entry.name, description=entry.description, parameters=entry.parameters, tags=tags or set()
-    )
+def _forwarded(entry: ToolEntry, manager: McpManager) -> ForwardedTool:
+    tool = ForwardedTool(name=entry.name, description=entry.description, parameters=entry.parameters)
     tool._entry, tool._manager = entry, manager
     return tool

@@ -1,14 +1,14 @@
 """The MCP front over streamable HTTP at `/mcp`, in the same process as the chat-completions API.
 
 MCP's 2026-07-28 protocol is sessionless over HTTP, so "this session" needs a client identity: the gateway
-key is it. Each key's searches enable tools for that key only; with no gateway keys configured there is no
-identity, so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
+key is it (its `Identity`, as for chat sessions). Each key's searches enable tools for that key only, and on
+handshake-era protocols for that key's MCP session only; with no gateway keys configured there is no identity,
+so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
 set's tools only; one front per tool set, built when the gateway starts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import AsyncIterator
@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.auth import Identity
 from app.catalog import unknown_tool_set
 from app.config import Config
 from app.mcp.connections import McpManager
@@ -33,7 +34,8 @@ NO_IDENTITY_NOTE = (
 
 
 class GatewayKeyVerifier(TokenVerifier):
-    """A gateway key is the MCP client's identity: one identity per key, never the key itself."""
+    """A gateway key is the MCP client's identity (the same `Identity` the key middleware records), never the key
+    itself; the MCP library binds each handshake-era session to it, so a session id works with its own key only."""
 
     def __init__(self, keys: list[str]) -> None:
         super().__init__()
@@ -44,8 +46,7 @@ class GatewayKeyVerifier(TokenVerifier):
         matches = [hmac.compare_digest(given, key) for key in self.keys]
         if not any(matches):
             return None
-        client = "gateway-key-" + hashlib.sha256(given).hexdigest()[:12]
-        return AccessToken(token=token, client_id=client, scopes=[])
+        return AccessToken(token=token, client_id=Identity.for_key(given).id, scopes=[])
 
 
 class HttpFront:
@@ -56,7 +57,10 @@ class HttpFront:
         keys = config.auth.api_keys
         self.mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
         self.note = NO_IDENTITY_NOTE if self.mode != config.mcp_front.mode else ""
-        self.fronts = {name: Front(GatewayKeyVerifier(keys) if keys else None) for name in [None, *config.tool_sets]}
+        clients = config.mcp_front.max_clients
+        self.fronts = {
+            name: Front(GatewayKeyVerifier(keys) if keys else None, clients) for name in [None, *config.tool_sets]
+        }
         self.apps: dict[str | None, Any] = {
             name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
         }

@@ -69,9 +69,9 @@ def open_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _serve(tmp_path_factory.mktemp("open"))
 
 
-def client(url: str, key: str | None = None, handler: Any = None) -> Client[Any]:
+def client(url: str, key: str | None = None, handler: Any = None, mode: Any = "auto") -> Client[Any]:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return Client(StreamableHttpTransport(url, headers=headers), message_handler=handler, timeout=30)
+    return Client(StreamableHttpTransport(url, headers=headers), message_handler=handler, timeout=30, mode=mode)
 
 
 async def names(connected: Client[Any]) -> list[str]:
