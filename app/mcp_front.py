@@ -157,9 +157,9 @@ class FrontState:
             self.clients.popitem(last=False)
         return view
 
-    def hidden(self, name: str) -> bool:
-        """A deferred tool this client has not enabled with a search."""
-        return name in self.deferred and name not in self.client().enabled
+    def hidden(self) -> set[str]:
+        """The deferred tools this client has not enabled with a search."""
+        return self.deferred - self.client().enabled if self.deferred else set()
 
 
 def client_key() -> tuple[str, str | None]:
@@ -199,13 +199,12 @@ class FrontMiddleware(Middleware):
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         tools = await call_next(context)
-        if not self.state.deferred:
-            return tools
-        return [tool for tool in tools if not self.state.hidden(tool.name)]
+        hidden = self.state.hidden()
+        return [tool for tool in tools if tool.name not in hidden] if hidden else tools
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         name = context.message.name
-        if self.state.hidden(name):
+        if name in self.state.deferred and name not in self.state.client().enabled:
             text = f"Error: Tool '{name}' is not enabled yet. Call search_tools with tool_names [\"{name}\"] first."
             return ToolResult(content=text, is_error=True)
         try:
