@@ -61,3 +61,19 @@ async def test_a_redis_outage_never_fails_a_request(upstream: Upstream, gateway_
     upstream.script(completion("fine"))
     response = await client.post("/v1/chat/completions", json=chat_body("x"), headers={"X-Session-Id": "s1"})
     assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "fine"
+
+
+async def test_in_redis_two_keys_with_one_session_id_never_mix(
+    redis_url: str, upstream: Upstream, gateway_factory: Any
+) -> None:
+    keys = ["gw-key-alice", "gw-key-bob"]
+    client, _ = await gateway_factory(make_config(auth={"api_keys": keys}, sessions={"redis_url": redis_url}))
+    as_alice = {"X-Session-Id": "same-id", "Authorization": f"Bearer {keys[0]}"}
+    as_bob = {"X-Session-Id": "same-id", "Authorization": f"Bearer {keys[1]}"}
+    upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("done"))
+    await client.post("/v1/chat/completions", json=chat_body("slug it"), headers=as_alice)
+    upstream.script(completion("bob"), completion("alice"))
+    await client.post("/v1/chat/completions", json=chat_body("mine?"), headers=as_bob)
+    assert "textkit__slugify" not in upstream.tool_names(2), "another key's session is not this one"
+    await client.post("/v1/chat/completions", json=chat_body("mine?"), headers=as_alice)
+    assert upstream.tool_names(3)[-1] == "textkit__slugify"
