@@ -36,6 +36,12 @@ class Identity:
 ANONYMOUS = Identity("anonymous")  # every caller when no gateway keys are set, and the local stdio client
 
 
+def identify(token: bytes, keys: list[bytes]) -> Identity | None:
+    """The identity of a gateway key, or None when `token` is none of `keys` (each compared in constant time)."""
+    matches = [hmac.compare_digest(token, key) for key in keys]
+    return Identity.for_key(token) if any(matches) else None
+
+
 def identity_of(scope: Scope) -> Identity:
     """The caller of this request: the key middleware's verdict, or the anonymous identity without keys."""
     found = scope.get(SCOPE_KEY)
@@ -63,9 +69,8 @@ class ApiKeyMiddleware:
         scheme, _, token = header.partition(b" ")
         if scheme.lower() != b"bearer":
             return False
-        token = token.strip()
-        matches = [hmac.compare_digest(token, key) for key in self.keys]
-        if not any(matches):
+        identity = identify(token.strip(), self.keys)
+        if identity is None:
             return False
-        scope[SCOPE_KEY] = Identity.for_key(token)
+        scope[SCOPE_KEY] = identity
         return True

@@ -9,7 +9,6 @@ set's tools only; one front per tool set, built when the gateway starts.
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -19,7 +18,7 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.auth import Identity
+from app.auth import identify
 from app.catalog import unknown_tool_set
 from app.config import Config
 from app.mcp.connections import McpManager
@@ -42,11 +41,8 @@ class GatewayKeyVerifier(TokenVerifier):
         self.keys = [key.encode() for key in keys if key]
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        given = token.encode()
-        matches = [hmac.compare_digest(given, key) for key in self.keys]
-        if not any(matches):
-            return None
-        return AccessToken(token=token, client_id=Identity.for_key(given).id, scopes=[])
+        identity = identify(token.encode(), self.keys)
+        return AccessToken(token=token, client_id=identity.id, scopes=[]) if identity is not None else None
 
 
 class HttpFront:
