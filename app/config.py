@@ -109,6 +109,37 @@ class McpServerConfig(BaseModel):
         return self.transport
 
 
+class EmbeddingEndpointConfig(_Strict):
+    """Any OpenAI-compatible `/v1/embeddings` (OpenAI, Ollama, vLLM, Text Embeddings Inference)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    batch_size: int = Field(64, ge=1, le=2048)
+    max_retries: int = Field(3, ge=0, le=10)
+
+
+class SemanticConfig(_Strict):
+    """Hybrid search: an embedding model beside the keyword index; the fusion knobs default to measured values."""
+
+    enabled: Literal["auto"] | bool = "auto"
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    endpoint: EmbeddingEndpointConfig | None = None
+    cache_dir: str | None = None
+    max_tokens: int = Field(128, ge=8, le=512, description="tokens of a tool's text or a query the model reads")
+    weight_short: float = Field(0.8, ge=0, le=1, description="semantic share of the score for short queries")
+    weight_long: float = Field(0.2, ge=0, le=1, description="semantic share for long task descriptions")
+    short_query_words: int = Field(6, ge=1)
+    long_query_words: int = Field(20, ge=2)
+    weak_match_floor: float = Field(0.2, ge=-1, le=1, description="cosine below which no weak match is offered")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SemanticConfig:
+        if self.long_query_words <= self.short_query_words:
+            raise ValueError("long_query_words must be larger than short_query_words")
+        return self
+
+
 class ToolDiscoveryConfig(_Strict):
     enabled: bool = True
     defer_all: bool = False
@@ -116,6 +147,7 @@ class ToolDiscoveryConfig(_Strict):
     manifest_max_tokens: int = Field(1000, ge=100)
     prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
     prefetch_min_match: float = Field(0.3, ge=0, le=1, description="score / best possible score for the query")
+    semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
 
 
 class ExcludeSpec(_Strict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.config import Config
+from app.discovery.search import MAX_QUERY_CHARS
+from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
 from app.observability import Metrics
 from app.protocol import ChatCompletionRequest
@@ -28,17 +30,20 @@ class Gateway:
         self.metrics = Metrics()
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
-        self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens)
+        self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
+        self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
         sessions = config.sessions
         self.sessions = session_store(
             sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
         )
 
     async def start(self) -> None:
+        await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
         await self.mcp.start()
         self.started = True
 
     async def stop(self) -> None:
+        await self.semantic.aclose()
         await self.mcp.stop()
         await self.router.aclose()
         await self.sessions.aclose()
@@ -50,5 +55,6 @@ class Gateway:
             tools.load(await self.sessions.tools(session))
         discovery = self.config.tool_discovery
         if discovery.prefetch:
+            await tools.prepare(latest_user_text(request.messages)[:MAX_QUERY_CHARS])
             tools.prefetch(latest_user_text(request.messages), discovery.prefetch, discovery.prefetch_min_match)
         return tools

@@ -43,7 +43,7 @@ def create_app(gateway: Gateway) -> ChatFastPath:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            mcp_front.populate(gateway.mcp)
+            mcp_front.populate(gateway.mcp, gateway.semantic)
             async with mcp_front.lifespan():
                 yield
         finally:

@@ -151,6 +151,7 @@ class ChatLoop:
         pending: dict[int, Any] = {}
         for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
             if kind is ToolKind.SEARCH:
+                await self.tools.prepare(parse_arguments(call)[0].get("query"))
                 results[index] = self._run_search(call)
             elif kind is ToolKind.MCP:
                 arguments, problem = parse_arguments(call)

@@ -32,7 +32,8 @@ from pydantic import PrivateAttr
 from app.auth import ANONYMOUS, identity_of
 from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
-from app.discovery.search import Discovery, run_search
+from app.discovery.search import Discovery, prepare_query, run_search
+from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
 from app.request_tools import mcp_groups
 
@@ -72,6 +73,7 @@ class LazySearch(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         enabled = self._state.client().enabled
+        await prepare_query(self._discovery, arguments.get("query"))
         outcome = run_search(arguments, self._discovery, lambda name: name in enabled, self._limit)
         names = {entry.name for entry in outcome.found}
         if names:
@@ -87,6 +89,7 @@ class ProxySearch(Tool):
     _limit: int = PrivateAttr()
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        await prepare_query(self._discovery, arguments.get("query"))
         outcome = run_search(arguments, self._discovery, lambda name: False, self._limit)
         if not outcome.found:
             return ToolResult(content=outcome.text)
@@ -226,6 +229,7 @@ class Front:
             auth=auth,
         )
         self.server.add_middleware(FrontMiddleware(self.state))
+        self.semantic: SemanticSearch | None = None  # hybrid search, when the process runs one
 
     def populate(
         self, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
@@ -234,7 +238,9 @@ class Front:
         entries = select_mcp_tools(manager.catalog, config, tool_set)
         deferred = [entry for entry in entries if entry.deferred]
         discovery = (
-            Discovery.build(mcp_groups(manager.catalog, deferred), config.tool_discovery.manifest_max_tokens)
+            Discovery.build(
+                mcp_groups(manager.catalog, deferred), config.tool_discovery.manifest_max_tokens, semantic=self.semantic
+            )
             if deferred
             else None
         )

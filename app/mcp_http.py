@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.auth import identify
 from app.catalog import unknown_tool_set
 from app.config import Config
+from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
 from app.mcp_front import Front, Mode
 from app.protocol import GatewayError
@@ -61,8 +62,9 @@ class HttpFront:
             name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
         }
 
-    def populate(self, manager: McpManager) -> None:
+    def populate(self, manager: McpManager, semantic: SemanticSearch | None = None) -> None:
         for name, front in self.fronts.items():
+            front.semantic = semantic
             front.populate(manager, self.config, self.mode, name, self.note)
             front.keep_in_sync(manager, self.config, self.mode, name, self.note)
 

@@ -14,7 +14,8 @@ from typing import Any
 from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
 from app.config import Config
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
-from app.discovery.search import Discovery, SearchOutcome, run_search, scored_tools
+from app.discovery.search import MAX_QUERY_CHARS, Discovery, SearchOutcome, prepare_query, run_search, scored_tools
+from app.discovery.semantic import SemanticSearch
 from app.protocol import ChatCompletionRequest
 
 CLIENT_GROUP = "client"
@@ -31,8 +32,9 @@ class ToolKind(Enum):
 class DiscoveryCache:
     """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it."""
 
-    def __init__(self, manifest_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(self, manifest_max_tokens: int = DEFAULT_MAX_TOKENS, semantic: SemanticSearch | None = None) -> None:
         self.manifest_max_tokens = manifest_max_tokens
+        self.semantic = semantic
         self._version = -1
         self._by_tool_set: dict[str | None, Discovery | None] = {}
 
@@ -40,14 +42,12 @@ class DiscoveryCache:
         if catalog.version != self._version:
             self._version, self._by_tool_set = catalog.version, {}
         if tool_set not in self._by_tool_set:
-            self._by_tool_set[tool_set] = _build_mcp_discovery(catalog, deferred, self.manifest_max_tokens)
+            self._by_tool_set[tool_set] = (
+                Discovery.build(mcp_groups(catalog, deferred), self.manifest_max_tokens, semantic=self.semantic)
+                if deferred
+                else None
+            )
         return self._by_tool_set[tool_set]
-
-
-def _build_mcp_discovery(catalog: Catalog, deferred: list[ToolEntry], max_tokens: int) -> Discovery | None:
-    if not deferred:
-        return None
-    return Discovery.build(mcp_groups(catalog, deferred), max_tokens)
 
 
 def mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
@@ -118,10 +118,15 @@ class RequestTools:
         at least `min_match` of the best possible score: when the match is clear it saves a search round."""
         if self.discovery is None or count <= 0 or not text:
             return []
+        text = text[:MAX_QUERY_CHARS]
         best = self.discovery.index.best_possible(text)
         ranked = scored_tools(self.discovery, text, None, count, self.is_loaded)
-        self.prefetched = self.load(entry.name for entry, score in ranked if best and score / best >= min_match)
+        self.prefetched = self.load(found.entry.name for found in ranked if best and found.lexical / best >= min_match)
         return self.prefetched
+
+    async def prepare(self, query: Any) -> None:
+        """A search's query vector, computed off the event loop, so the search itself stays synchronous."""
+        await prepare_query(self.discovery, query)
 
     def search(self, arguments: dict[str, Any]) -> SearchOutcome:
         assert self.discovery is not None
@@ -144,7 +149,7 @@ def prepare_request_tools(
     if deferred_client:
         label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
         group = ManifestGroup(label, "Tools of the calling application", deferred_client)
-        discovery = discovery.with_group(group) if discovery else Discovery.build([group])
+        discovery = discovery.with_group(group) if discovery else Discovery.build([group], semantic=cache.semantic)
     if not enabled:
         discovery = None
     return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)

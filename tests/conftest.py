@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +21,14 @@ from app.gateway import Gateway
 from app.http import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """toolsift's model store and embedding cache live in a directory of the test run, shared by its tests."""
+    if "TOOLSIFT_HOME" not in os.environ:
+        os.environ["TOOLSIFT_HOME"] = tempfile.mkdtemp(prefix="toolsift-test-home-")
+
+
 SERVERS = ROOT / "examples" / "servers"
 UPSTREAM = "http://upstream.test/v1"
 
@@ -50,6 +60,8 @@ def make_config(**overrides: Any) -> Config:
     }
     for key, value in overrides.items():
         raw[key] = value
+    # Keyword search unless a test asks for meaning: the semantic tests load the model themselves.
+    raw["tool_discovery"] = {"semantic": {"enabled": False}, **raw.get("tool_discovery", {})}
     return parse_config(raw, environ={})
 
 

@@ -13,6 +13,7 @@ import pytest
 from app.catalog import build_catalog
 from app.config import load_config
 from app.discovery.search import Discovery, rank_tools
+from app.discovery.semantic import SemanticSearch
 from app.request_tools import mcp_groups
 from tests.conftest import ROOT, SERVERS, load_example
 
@@ -109,7 +110,10 @@ async def _in_process_ranking(query: str, k: int) -> list[str]:
         async with Client(module.mcp) as client:
             listings[name] = await client.list_tools()
     catalog = build_catalog(config, listings, version=1)
-    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
+    semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
+    semantic.ensure_now(catalog.tools.values())
+    semantic.prepare_now(query)
+    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
     return [entry.name for entry in rank_tools(discovery, query, None, k)]
 
 
@@ -117,8 +121,17 @@ async def test_cli_search_agrees_with_the_library_ranking() -> None:
     query = "free time in my calendar next week"
     result = run("search", query, "-k", "4", "--config", str(ROOT / "config.json"))
     assert result.returncode == 0, result.stderr
+    assert "search: hybrid" in result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[0].split() == ["#", "score", "match", "tool", "description"]
     printed = [line.split()[3] for line in lines[1:]]
     assert printed == await _in_process_ranking(query, 4)
     assert printed[0] == "calendar__find_free_slots"
+
+
+def test_cli_search_finds_by_meaning_on_the_demo() -> None:
+    result = run("search", "save a note", "--explain", "--config", str(ROOT / "config.json"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split() == ["#", "score", "keywords", "meaning", "match", "tool", "description"]
+    assert lines[1].split()[5] == "notes__create_note"

@@ -16,7 +16,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 import snowballstemmer
 
 from app.catalog import ToolEntry
+from app.discovery.params import DEFAULT_PARAMS, SearchParams
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
@@ -37,7 +37,9 @@ STOP_WORDS = frozenset(
     "your".split()
 )
 _STEMMER = snowballstemmer.stemmer("english")
-_LOCATION = re.compile(r"(?<![\w/])(?:(?:https?://|www\.)\S+|[~.]{0,2}/[\w./-]+|[\w-]+\.[A-Za-z]\w{0,4}\b)")
+# A match may only start where a word, path or run of dashes starts: starting inside a run of `-` made a long run
+# cost quadratic time (each position rescanned the rest of the run).
+_LOCATION = re.compile(r"(?<![\w/-])(?:(?:https?://|www\.)\S+|[~.]{0,2}/[\w./-]+|[\w-]+\.[A-Za-z]\w{0,4}\b)")
 _FORMATS = {
     "md": "markdown", "txt": "text", "pdf": "pdf document", "doc": "word document", "docx": "word document",
     "ppt": "powerpoint presentation", "pptx": "powerpoint presentation", "xls": "excel spreadsheet",
@@ -89,29 +91,6 @@ def _describe_location(match: re.Match[str]) -> str:
     return f" {' '.join(words)} "
 
 
-@dataclass(frozen=True)
-class Field:
-    weight: float
-    length_norm: float  # BM25's b, per field
-
-
-FIELDS: dict[str, Field] = {
-    "server": Field(1.5, 0.3),
-    "name": Field(3.0, 0.3),
-    "description": Field(1.0, 0.75),
-    "parameters": Field(0.5, 0.75),
-    "hint": Field(2.0, 0.5),
-    "server_text": Field(0.3, 0.75),
-}
-K1 = 1.2
-SERVER_BOOST = 0.4  # share of the best tool score added for the best-matching server (scaled for the others)
-# Unsaturated bonus (times the word's IDF) for a query word that is one of the n words of a tool's name (0.7/n)
-# or of its server's name (1.0/n): BM25 saturates a short name after one hit, so naming most of a tool still
-# counted little against long descriptions that repeat common words.
-NAME_MATCH = 0.7
-SERVER_NAME_MATCH = 1.0
-
-
 def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]:
     properties = entry.parameters.get("properties") or {}
     parameter_text = " ".join(
@@ -135,9 +114,11 @@ class ToolIndex:
         entries: Sequence[ToolEntry],
         server_text: Mapping[str, str] | None = None,
         reference: ToolIndex | None = None,
+        params: SearchParams = DEFAULT_PARAMS,
     ) -> None:
         """With a `reference` index, word statistics (document frequencies, field lengths) are taken as if both
         were one collection, so scores from the two can be merged: a few client tools beside thousands."""
+        self.params = params
         self.entries = list(entries)
         server_text = server_text or {}
         documents = [tool_fields(entry, server_text.get(entry.server or "", "")) for entry in self.entries]
@@ -146,7 +127,7 @@ class ToolIndex:
             if reference is not None
             else {
                 name: (sum(len(doc[name]) for doc in documents) / len(documents)) or 1.0 if documents else 1.0
-                for name in FIELDS
+                for name in params.fields
             }
         )
         self.average: dict[str, float] = average
@@ -158,7 +139,7 @@ class ToolIndex:
         weighted: list[dict[str, float]] = []  # per tool: term -> field-weighted, length-normalised frequency
         for doc in documents:
             frequencies: dict[str, float] = {}
-            for name, field in FIELDS.items():
+            for name, field in params.fields.items():
                 tokens = doc[name]
                 if not tokens:
                     continue
@@ -166,8 +147,10 @@ class ToolIndex:
                 for term, count in Counter(tokens).items():
                     frequencies[term] = frequencies.get(term, 0.0) + field.weight * count / norm
             weighted.append(frequencies)
-        exact = [_name_match(doc) for doc in documents]
-        self._tools: _Postings = _Postings(weighted, reference._tools if reference is not None else None, exact)
+        exact = [_name_match(doc, params) for doc in documents]
+        self._tools: _Postings = _Postings(
+            weighted, params.k1, reference._tools if reference is not None else None, exact
+        )
         self._name_weight = {
             id(entry): sum(self._tools.idf.get(word, 0.0) for word in doc["name"]) / (len(doc["name"]) or 1)
             for entry, doc in zip(self.entries, documents, strict=True)
@@ -185,8 +168,13 @@ class ToolIndex:
             [
                 {term: count / (0.25 + 0.75 * len(words) / average_server) for term, count in Counter(words).items()}
                 for words in servers.values()
-            ]
+            ],
+            params.k1,
         )
+
+    @property
+    def parts(self) -> tuple[ToolIndex, ...]:
+        return (self,)
 
     def name_distinctiveness(self, entry: ToolEntry) -> float:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""
@@ -196,10 +184,18 @@ class ToolIndex:
         """The score of a tool matching every known word of `query` fully, in its fields and as the whole of its
         and its server's name: divides scores into a 0-1 match."""
         idfs = [self._tools.idf.get(term, 0.0) for term in set(tokenize(describe_locations(query)))]
-        return sum(idfs) + (NAME_MATCH + SERVER_NAME_MATCH) * sum(idfs) / (len(idfs) or 1)
+        bonus = self.params.name_match + self.params.server_name_match
+        return sum(idfs) + bonus * sum(idfs) / (len(idfs) or 1)
 
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
         """Tools sharing a word with `query`, best first (lazily); with `required` words, only tools having all."""
+        scores = self.scores(query, required)
+        matched = np.flatnonzero(scores > 0.0)
+        for position in matched[np.argsort(-scores[matched], kind="stable")]:
+            yield self.entries[position], float(scores[position])
+
+    def scores(self, query: str, required: Sequence[str] = ()) -> np.ndarray[Any, Any]:
+        """Every tool's score for `query` (0 where no word is shared, or a `required` word is missing)."""
         query = describe_locations(query)
         terms = set(tokenize(query))
         scores = self._tools.score(terms)
@@ -211,20 +207,19 @@ class ToolIndex:
             scores[~keep] = 0.0
         matched = np.flatnonzero(scores > 0.0)
         if matched.size == 0:
-            return
+            return scores
         server_scores = self._servers.score(terms)
         best_server = float(server_scores.max(initial=0.0))
         if best_server > 0.0 and server_scores.size > 1:
-            lift = SERVER_BOOST * float(scores[matched].max()) / best_server
+            lift = self.params.server_boost * float(scores[matched].max()) / best_server
             scores[matched] += lift * server_scores[self._server_of[matched]]
-        for position in matched[np.argsort(-scores[matched], kind="stable")]:
-            yield self.entries[position], float(scores[position])
+        return scores
 
 
-def _name_match(doc: Mapping[str, list[str]]) -> dict[str, float]:
-    """A tool's name and server-name words with their unsaturated bonus (see NAME_MATCH)."""
+def _name_match(doc: Mapping[str, list[str]], params: SearchParams) -> dict[str, float]:
+    """A tool's name and server-name words with their unsaturated bonus (see SearchParams.name_match)."""
     bonus: dict[str, float] = {}
-    for field, share in (("name", NAME_MATCH), ("server", SERVER_NAME_MATCH)):
+    for field, share in (("name", params.name_match), ("server", params.server_name_match)):
         words = set(doc[field])
         for word in words:
             bonus[word] = bonus.get(word, 0.0) + share / len(words)
@@ -237,6 +232,7 @@ class _Postings:
     def __init__(
         self,
         frequencies: list[dict[str, float]],
+        k1: float,
         reference: _Postings | None = None,
         bonuses: Sequence[Mapping[str, float]] | None = None,
     ) -> None:
@@ -247,7 +243,7 @@ class _Postings:
             for term, frequency in document.items():
                 positions, values = collected.setdefault(term, ([], []))
                 positions.append(position)
-                values.append(frequency / (K1 + frequency) + (bonuses[position].get(term, 0.0) if bonuses else 0.0))
+                values.append(frequency / (k1 + frequency) + (bonuses[position].get(term, 0.0) if bonuses else 0.0))
         self.idf: dict[str, float] = {}
         self.document_frequency: dict[str, int] = {}
         self.arrays: dict[str, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}

@@ -15,13 +15,24 @@ from typing import Any, Protocol
 
 from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
+from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
+from app.discovery.params import DEFAULT_PARAMS, SearchParams
+from app.discovery.semantic import SemanticSearch
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
+# What a search looks at is bounded, so a hostile query or name list costs the same as a long honest one.
+MAX_QUERY_CHARS = 2000
+MAX_NAMES = 64
+MAX_NAME_CHARS = 128
+MAX_SUGGESTED = 5  # missing names that get "closest matches" (each compares against every tool name)
 
 
 class Ranker(Protocol):
+    @property
+    def parts(self) -> tuple[ToolIndex, ...]: ...
+
     def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]: ...
 
     def best_possible(self, query: str) -> float: ...
@@ -33,6 +44,10 @@ class MergedIndex:
 
     def __init__(self, first: Ranker, second: Ranker) -> None:
         self.first, self.second = first, second
+
+    @property
+    def parts(self) -> tuple[ToolIndex, ...]:
+        return (*self.first.parts, *self.second.parts)
 
     def best_possible(self, query: str) -> float:
         return max(self.first.best_possible(query), self.second.best_possible(query))
@@ -53,6 +68,7 @@ class Discovery:
     by_original_name: dict[str, list[ToolEntry]]
     by_group: dict[str, list[ToolEntry]]
     tokens: int  # estimated tokens of all these tools' definitions
+    semantic: SemanticSearch | None = None
 
     @classmethod
     def build(
@@ -60,9 +76,13 @@ class Discovery:
         groups: Sequence[ManifestGroup],
         manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
         reference: ToolIndex | None = None,
+        semantic: SemanticSearch | None = None,
+        params: SearchParams = DEFAULT_PARAMS,
     ) -> Discovery:
         entries = [entry for group in groups for entry in group.tools]
-        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference)
+        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params)
+        if semantic is not None:
+            semantic.track(entries)
         by_original: dict[str, list[ToolEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)
@@ -76,11 +96,14 @@ class Discovery:
             by_original_name=by_original,
             by_group={group.label: list(group.tools) for group in groups},
             tokens=sum(entry.tokens for entry in entries),
+            semantic=semantic,
         )
 
     def with_group(self, group: ManifestGroup) -> Discovery:
         """This discovery plus one more (small) group, indexed on its own and searched together with this one."""
-        extra = Discovery.build([group], reference=self.index if isinstance(self.index, ToolIndex) else None)
+        reference = self.index if isinstance(self.index, ToolIndex) else None
+        params = reference.params if reference is not None else DEFAULT_PARAMS
+        extra = Discovery.build([group], reference=reference, semantic=self.semantic, params=params)
         groups = (*self.groups, group)
         manifest = f"{self.manifest}\n{extra.manifest}"
         by_original = {name: list(found) for name, found in self.by_original_name.items()}
@@ -95,6 +118,7 @@ class Discovery:
             by_original_name=by_original,
             by_group={**self.by_group, **extra.by_group},
             tokens=self.tokens + extra.tokens,
+            semantic=self.semantic,
         )
 
 
@@ -117,13 +141,33 @@ def run_search(
     problem = _check_types(query, server, names)
     if problem:
         return SearchOutcome(f"Error: {problem}", [])
+    notes: list[str] = []
     query = (query or "").strip() or None
-    server = (server or "").strip() or None
+    if query is not None and len(query) > MAX_QUERY_CHARS:
+        notes.append(f"Note: the query was cut to its first {MAX_QUERY_CHARS:,} characters.")
+        query = query[:MAX_QUERY_CHARS]
+    server = (server or "").strip()[:MAX_NAME_CHARS] or None
     names = [name.strip() for name in names or [] if name.strip()] or None
     if query is None and server is None and names is None:
         return SearchOutcome(
             "Error: search_tools needs at least one of 'query' (keywords), 'server_name' or 'tool_names'.", []
         )
+    outcome = _search(query, server, names, discovery, is_loaded, limit, loaded_servers, notes)
+    if notes:
+        return SearchOutcome("\n".join([outcome.text, "", *notes]), outcome.found)
+    return outcome
+
+
+def _search(
+    query: str | None,
+    server: str | None,
+    names: list[str] | None,
+    discovery: Discovery,
+    is_loaded: Callable[[str], bool],
+    limit: int,
+    loaded_servers: Sequence[str],
+    notes: list[str],
+) -> SearchOutcome:
     if server is not None and server not in discovery.by_group:
         if server in loaded_servers:
             return SearchOutcome(f"The tools of server '{server}' are already loaded; call them directly.", [])
@@ -133,6 +177,9 @@ def run_search(
     if names is None and query is not None:
         names = _names_in_query(query, server, discovery)
     if names is not None:
+        if len(names) > MAX_NAMES:
+            notes.append(f"Note: only the first {MAX_NAMES} of {len(names):,} names were looked at.")
+            names = names[:MAX_NAMES]
         return _by_names(names, server, discovery, is_loaded)
     if query is not None:
         return _by_query(query, server, discovery, is_loaded, limit)
@@ -153,7 +200,7 @@ def _check_types(query: Any, server: Any, names: Any) -> str | None:
 def _names_in_query(query: str, server: str | None, discovery: Discovery) -> list[str] | None:
     """`select:a,b` names tools outright; so does a query that is exactly one tool's name."""
     if query.lower().startswith("select:"):
-        return [name.strip() for name in query[len("select:") :].split(",") if name.strip()]
+        return [name.strip() for name in query[len("select:") :].split(",", MAX_NAMES) if name.strip()]
     if " " not in query and len(_resolve_name(query, server, discovery)) == 1:
         return [query]
     return None
@@ -164,16 +211,24 @@ def _by_names(
 ) -> SearchOutcome:
     found: list[ToolEntry] = []
     missing: list[str] = []
-    for name in names:
+    for name in dict.fromkeys(names):
         matches = _resolve_name(name, server, discovery)
         if not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
     text = _describe(found, is_loaded) if found else ""
     if missing:
-        notes = [f"No tool named '{name}'{_scope(server)}.{_closest(name, server, discovery)}" for name in missing]
+        notes = [
+            f"No tool named '{_shown(name)}'{_scope(server)}."
+            + (_closest(name, server, discovery) if position < MAX_SUGGESTED else "")
+            for position, name in enumerate(missing)
+        ]
         text = "\n".join(([text, ""] if text else []) + notes)
     return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "..."
 
 
 def _resolve_name(name: str, server: str | None, discovery: Discovery) -> list[ToolEntry]:
@@ -187,6 +242,8 @@ def _resolve_name(name: str, server: str | None, discovery: Discovery) -> list[T
 
 
 def _closest(name: str, server: str | None, discovery: Discovery) -> str:
+    if len(name) > MAX_NAME_CHARS:
+        return " Tool names are short identifiers; check the manifest."
     pool = discovery.by_group[server] if server else [e for group in discovery.by_group.values() for e in group]
     candidates = {entry.name for entry in pool} | {entry.original_name for entry in pool}
     close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
@@ -208,7 +265,7 @@ def rank_tools(
     skipped: list[ToolEntry] | None = None,
 ) -> list[ToolEntry]:
     """The best `limit` tools for `query` (in `server`'s group if given); `skip`ped ones don't take slots."""
-    return [entry for entry, _ in scored_tools(discovery, query, server, limit, skip, skipped)]
+    return [found.entry for found in scored_tools(discovery, query, server, limit, skip, skipped)]
 
 
 def scored_tools(
@@ -218,41 +275,71 @@ def scored_tools(
     limit: int,
     skip: Callable[[str], bool] = lambda name: False,
     skipped: list[ToolEntry] | None = None,
-) -> list[tuple[ToolEntry, float]]:
+) -> list[Scored]:
     """`rank_tools` with scores. Words written `+word` are required: tools without them are dropped before
     ranking. Only a letter after the `+` makes a requirement, so phone numbers such as +15551234 in a task
-    stay plain words."""
-    words = query.split()
-    required = [word[1:] for word in words if _REQUIRED.match(word)]
-    text = " ".join(word[1:] if _REQUIRED.match(word) else word for word in words)
+    stay plain words. Hybrid when the query's vector and every tool's vector are ready, keywords otherwise."""
+    text, required = _query_words(query)
     allowed = set(map(id, discovery.by_group[server])) if server is not None else None
-    found: list[tuple[ToolEntry, float]] = []
-    for entry, score in discovery.index.rank(text, required):
-        if allowed is not None and id(entry) not in allowed:
+    found: list[Scored] = []
+    for scored in _ranked(discovery, text, required):
+        if allowed is not None and id(scored.entry) not in allowed:
             continue
-        if skip(entry.name):
+        if skip(scored.entry.name):
             if skipped is not None:
-                skipped.append(entry)
+                skipped.append(scored.entry)
             continue
-        found.append((entry, score))
+        found.append(scored)
         if len(found) >= limit:
             break
     return found
+
+
+def _query_words(query: str) -> tuple[str, list[str]]:
+    """The query as ranked (`+word` marks dropped) and its required words."""
+    words = query.split()
+    required = [word[1:] for word in words if _REQUIRED.match(word)]
+    return " ".join(word[1:] if _REQUIRED.match(word) else word for word in words), required
+
+
+async def prepare_query(discovery: Discovery | None, query: Any) -> None:
+    """Compute a keyword query's vector off the event loop before the (synchronous) search that uses it."""
+    if discovery is None or discovery.semantic is None or not isinstance(query, str):
+        return
+    query = query.strip()[:MAX_QUERY_CHARS]
+    if query and not query.lower().startswith("select:"):
+        await discovery.semantic.prepare(_query_words(query)[0])
+
+
+def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterator[Scored]:
+    semantic, parts = discovery.semantic, discovery.index.parts
+    vector = semantic.query_vector(text) if semantic is not None else None
+    if semantic is not None and vector is not None:
+        matrices = [semantic.matrix(part) for part in parts]
+        if all(matrix is not None for matrix in matrices):
+            return hybrid_rank(parts, [m for m in matrices if m is not None], text, required, vector, parts[0].params)
+    return (Scored(entry, score, score) for entry, score in discovery.index.rank(text, required))
 
 
 def _by_query(
     query: str, server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool], limit: int
 ) -> SearchOutcome:
     already: list[ToolEntry] = []
-    fresh = rank_tools(discovery, query, server, limit, is_loaded, already)
+    ranked = scored_tools(discovery, query, server, limit, is_loaded, already)
+    fresh = [found.entry for found in ranked]
     if not fresh and not already:
         hint = f" Servers: {', '.join(discovery.by_group)}." if discovery.by_group else ""
         return SearchOutcome(
-            f"No tools found matching '{query}'{_scope(server)}. Try other keywords, a server_name, or "
+            f"No tools found matching '{_shown(query)}'{_scope(server)}. Try other keywords, a server_name, or "
             f"tool_names from the manifest.{hint}",
             [],
         )
     text = _describe(fresh, is_loaded) if fresh else "No new tools found."
+    if ranked and ranked[0].weak:
+        text = (
+            f"No tool matches the words of '{_shown(query)}'; these are the closest by meaning (weak matches: check "
+            f"that one fits before calling it, or search again with other words).\n\n{text}"
+        )
     if already:
         text += f"\nAlready loaded (call directly): {', '.join(entry.name for entry in already)}."
     return SearchOutcome(text, fresh)

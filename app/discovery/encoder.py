@@ -1,0 +1,171 @@
+"""A sentence encoder for BERT-family models in numpy: no torch at run time.
+
+Sentence-transformer models such as all-MiniLM-L6-v2 are a BERT encoder, mean pooling and L2 normalisation;
+for 6 layers of 384 dimensions that is a handful of matrix products, which numpy's BLAS runs as fast as any
+runtime on a CPU. Weights come from `model.safetensors` and the tokenizer from `tokenizer.json` (Hugging Face's
+`tokenizers`, the same Rust tokenizer the reference uses), so any model in the standard layout loads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Array = np.ndarray[Any, np.dtype[np.float32]]
+_QKV = ("query", "key", "value")
+
+
+class ModelLoadError(Exception):
+    """The model directory is missing a file, or holds something this encoder cannot run."""
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv: Array  # (hidden, 3 * hidden): query, key and value projections in one product
+    qkv_bias: Array
+    out: Array
+    out_bias: Array
+    norm1: tuple[Array, Array]
+    up: Array
+    up_bias: Array
+    down: Array
+    down_bias: Array
+    norm2: tuple[Array, Array]
+
+
+class BertEncoder:
+    """all-MiniLM-style encoder: `encode(texts)` gives unit vectors, one row per text."""
+
+    def __init__(self, directory: Path, max_tokens: int = 256) -> None:
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are dependencies
+            raise ModelLoadError(f"missing package: {exc.name}") from exc
+        weights_path, tokenizer_path = directory / "model.safetensors", directory / "tokenizer.json"
+        for path in (weights_path, tokenizer_path, directory / "config.json"):
+            if not path.is_file():
+                raise ModelLoadError(f"{path.name} not found in {directory}")
+        try:
+            config = json.loads((directory / "config.json").read_text())
+            raw = load_file(str(weights_path))
+            self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as exc:
+            raise ModelLoadError(f"cannot read the model in {directory}: {exc}") from exc
+        if config.get("model_type", "bert") not in ("bert", "roberta", "xlm-roberta") or config.get(
+            "hidden_act", "gelu"
+        ) not in ("gelu", "gelu_new"):
+            raise ModelLoadError(f"unsupported model type in {directory}: {config.get('model_type')}")
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in raw else ""
+        try:
+            self._load(raw, prefix, config)
+        except KeyError as exc:
+            raise ModelLoadError(f"{directory}: weight {exc} not found; not a BERT-family encoder") from exc
+        self.max_tokens = min(max_tokens, self.positions.shape[0])
+        self.tokenizer.enable_truncation(self.max_tokens)
+        self.tokenizer.no_padding()
+        self.dimensions = int(self.word.shape[1])
+
+    def _load(self, raw: dict[str, Any], prefix: str, config: dict[str, Any]) -> None:
+        def get(name: str) -> Array:
+            return np.ascontiguousarray(raw[prefix + name], dtype=np.float32)
+
+        def norm(name: str) -> tuple[Array, Array]:
+            return get(f"{name}.weight"), get(f"{name}.bias")
+
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.heads = int(config["num_attention_heads"])
+        self.word = get("embeddings.word_embeddings.weight")
+        self.positions = get("embeddings.position_embeddings.weight")
+        self.token_type = get("embeddings.token_type_embeddings.weight")[0]
+        self.embedding_norm = norm("embeddings.LayerNorm")
+        self.layers: list[_Layer] = []
+        for number in range(int(config["num_hidden_layers"])):
+            base = f"encoder.layer.{number}."
+            attention = base + "attention."
+            self.layers.append(
+                _Layer(
+                    qkv=np.ascontiguousarray(
+                        np.concatenate([get(f"{attention}self.{part}.weight") for part in _QKV]).T
+                    ),
+                    qkv_bias=np.concatenate([get(f"{attention}self.{part}.bias") for part in _QKV]),
+                    out=np.ascontiguousarray(get(f"{attention}output.dense.weight").T),
+                    out_bias=get(f"{attention}output.dense.bias"),
+                    norm1=norm(f"{attention}output.LayerNorm"),
+                    up=np.ascontiguousarray(get(f"{base}intermediate.dense.weight").T),
+                    up_bias=get(f"{base}intermediate.dense.bias"),
+                    down=np.ascontiguousarray(get(f"{base}output.dense.weight").T),
+                    down_bias=get(f"{base}output.dense.bias"),
+                    norm2=norm(f"{base}output.LayerNorm"),
+                )
+            )
+
+    def token_count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text).ids)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
+        """Unit vectors for `texts`; texts are batched by length so padding costs little."""
+        result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return result
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            result[chunk] = self._forward([encodings[i].ids for i in chunk])
+        return result
+
+    def _forward(self, batch: list[list[int]]) -> Array:
+        length = max(len(ids) for ids in batch)
+        ids = np.zeros((len(batch), length), dtype=np.int64)
+        mask = np.zeros((len(batch), length), dtype=np.float32)
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1.0
+        x = self.word[ids] + self.positions[:length] + self.token_type
+        x = _layer_norm(x, *self.embedding_norm, self.eps)
+        bias = ((1.0 - mask) * -1e4)[:, None, None, :]  # padded keys get no attention
+        hidden = x.shape[-1]
+        size = hidden // self.heads
+        scale = np.float32(1.0 / math.sqrt(size))
+        for layer in self.layers:
+            qkv = x @ layer.qkv + layer.qkv_bias
+            # Contiguous heads: numpy's stacked matmul only reaches BLAS for contiguous operands.
+            q, k, v = (
+                np.ascontiguousarray(
+                    qkv[..., i * hidden : (i + 1) * hidden].reshape(len(batch), length, self.heads, size).swapaxes(1, 2)
+                )
+                for i in range(3)
+            )
+            scores = (q @ np.ascontiguousarray(k.swapaxes(2, 3))) * scale + bias
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(len(batch), length, hidden)
+            x = _layer_norm(x + context @ layer.out + layer.out_bias, *layer.norm1, self.eps)
+            up = _gelu(x @ layer.up + layer.up_bias)
+            x = _layer_norm(x + up @ layer.down + layer.down_bias, *layer.norm2, self.eps)
+        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: Array = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
+
+
+def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    result: Array = centred / np.sqrt(variance + eps) * weight + bias
+    return result
+
+
+def _gelu(x: Array) -> Array:
+    """GELU in its tanh form: within 1e-3 of BERT's erf form, at a sixth of the cost of an erf in numpy."""
+    inner = np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x * x * x)
+    result: Array = (np.float32(0.5) * x * (np.float32(1.0) + np.tanh(inner))).astype(np.float32, copy=False)
+    return result

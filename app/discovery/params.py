@@ -1,0 +1,59 @@
+"""Every number that shapes a search, in one typed object passed to the index: tuning edits no constant.
+
+The defaults were chosen by measurement (`bench/retrieval.py` on long task queries over 3,006 tools and short
+model-style queries over 566); the config's `tool_discovery.semantic` overrides the fusion knobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Field:
+    weight: float
+    length_norm: float  # BM25's b, per field
+
+
+def _fields() -> dict[str, Field]:
+    return {
+        "server": Field(1.5, 0.3),
+        "name": Field(3.0, 0.3),
+        "description": Field(1.0, 0.75),
+        "parameters": Field(0.5, 0.75),
+        "hint": Field(2.0, 0.5),
+        "server_text": Field(0.3, 0.75),
+    }
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    fields: dict[str, Field] = field(default_factory=_fields)
+    k1: float = 1.2
+    server_boost: float = 0.4  # share of the best tool score added for the best-matching server (scaled for others)
+    # Unsaturated bonus (times the word's IDF) for a query word that is one of the n words of a tool's name (0.7/n)
+    # or of its server's name (1.0/n): BM25 saturates a short name after one hit, so naming most of a tool still
+    # counted little against long descriptions that repeat common words.
+    name_match: float = 0.7
+    server_name_match: float = 1.0
+    # Hybrid fusion: score = (1 - w) * lexical / best lexical + w * cosine. Short, keyword-like queries lean on
+    # meaning (w = semantic_weight_short up to short_query_words words), long task descriptions on words
+    # (semantic_weight_long from long_query_words words), linear in between. Measured: one weight for all
+    # queries either loses short queries (w 0.2) or long ones (w 0.6).
+    semantic_weight_short: float = 0.8
+    semantic_weight_long: float = 0.2
+    short_query_words: int = 6
+    long_query_words: int = 20
+    weak_match_floor: float = 0.2  # with no lexical match, tools below this cosine are not offered at all
+    candidates: int = 200  # tools considered per side (lexical, semantic) before fusion
+
+    def semantic_weight(self, words: int) -> float:
+        if words <= self.short_query_words:
+            return self.semantic_weight_short
+        if words >= self.long_query_words:
+            return self.semantic_weight_long
+        share = (self.long_query_words - words) / (self.long_query_words - self.short_query_words)
+        return self.semantic_weight_long + (self.semantic_weight_short - self.semantic_weight_long) * share
+
+
+DEFAULT_PARAMS = SearchParams()

@@ -1,0 +1,228 @@
+"""Semantic search beside the keyword index: tool vectors computed in the background, query vectors on demand.
+
+The gateway never waits for embeddings: it serves keyword search from the start and switches a catalog to
+hybrid search once every tool of it has a vector. Tool vectors are computed once per text (cached on disk by
+backend and text), so a restart embeds nothing and a catalog change embeds only what changed. Encoding runs in
+worker threads; the event loop only looks vectors up and does one matrix-vector product per query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from app.catalog import ToolEntry
+from app.discovery.embeddings import (
+    Embedder,
+    EmbeddingError,
+    EndpointEmbedder,
+    LocalEmbedder,
+    VectorCache,
+    text_key,
+)
+from app.discovery.encoder import Array, ModelLoadError
+from app.discovery.models import find_model, toolsift_home
+
+if TYPE_CHECKING:
+    from app.config import SemanticConfig
+    from app.discovery.index import ToolIndex
+
+log = logging.getLogger("toolsift.semantic")
+_IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
+QUERY_CACHE_SIZE = 1024
+MAX_QUERY_CHARS = 2000  # the encoder reads 128 tokens; longer text only costs tokenizer time
+State = Literal["off", "loading", "ready", "unavailable"]
+
+
+def tool_text(entry: ToolEntry) -> str:
+    """What a tool's vector is computed from: its name as words, then its description (measured against adding
+    the server's name or the parameters: this reads best for short queries and as well for long ones)."""
+    name = " ".join(_IDENTIFIER.sub(" ", entry.original_name).split()).lower()
+    return f"{name}: {entry.description.strip()}" if entry.description.strip() else name
+
+
+class SemanticSearch:
+    """One per process: the backend, the vector cache, and each index's matrix once it is complete."""
+
+    def __init__(self, settings: SemanticConfig, base_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.base_dir = base_dir
+        self.state: State = "off" if settings.enabled is False else "loading"
+        self.reason = ""
+        self.backend: Embedder | None = None
+        self.cache: VectorCache | None = None
+        self.encoder_calls = 0  # texts sent to the backend, for tests and the start-up log
+        self._lock = threading.Lock()
+        self._queries: OrderedDict[str, Array] = OrderedDict()
+        self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
+        self._pending: dict[str, str] = {}
+        self._worker: asyncio.Task[None] | None = None
+        self._loading: asyncio.Task[None] | None = None
+
+    # -- set-up ------------------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Find and load the backend (blocking: seconds for a local model). False leaves search lexical."""
+        if self.state == "off":
+            return False
+        if self.backend is not None:
+            return True
+        settings = self.settings
+        try:
+            if settings.endpoint is not None:
+                endpoint = settings.endpoint
+                backend: Embedder = EndpointEmbedder(
+                    endpoint.base_url, endpoint.model, endpoint.api_key, endpoint.batch_size, endpoint.max_retries
+                )
+                source = f"embeddings endpoint {endpoint.base_url} ({endpoint.model})"
+            else:
+                directory = find_model(settings.model, self.base_dir)
+                if directory is None:
+                    return self._unavailable(
+                        f"model {settings.model!r} not found (run `toolsift models pull {settings.model}` or set "
+                        "tool_discovery.semantic.model to a local directory)"
+                    )
+                backend = LocalEmbedder(directory, settings.max_tokens)
+                source = f"model {settings.model}"
+        except (ModelLoadError, OSError) as exc:
+            return self._unavailable(str(exc))
+        cache_dir = Path(settings.cache_dir).expanduser() if settings.cache_dir else toolsift_home() / "embeddings"
+        self.cache = VectorCache(cache_dir, backend.key)
+        self.backend, self.state = backend, "ready"
+        log.info("semantic search on: %s; %d cached tool vectors", source, len(self.cache.vectors))
+        return True
+
+    def _unavailable(self, reason: str) -> bool:
+        self.state, self.reason = "unavailable", reason
+        level = logging.WARNING if self.settings.enabled is True else logging.INFO
+        log.log(level, "semantic search off, keyword search only: %s", reason)
+        return False
+
+    async def start(self) -> None:
+        """Load the backend in a thread and return at once: requests are served lexically meanwhile."""
+        if self.state == "loading" and self._loading is None:
+            self._loading = asyncio.create_task(self._load_then_embed())
+
+    async def _load_then_embed(self) -> None:
+        if await asyncio.to_thread(self.load):
+            self._wake()
+
+    async def aclose(self) -> None:
+        for task in (self._loading, self._worker):
+            if task is not None:
+                task.cancel()
+
+    # -- tool vectors -------------------------------------------------------------------------------------
+    def track(self, entries: Iterable[ToolEntry]) -> None:
+        """Make sure these tools get vectors: queued for the background worker, nothing computed here."""
+        if self.state == "off" or self.state == "unavailable":
+            return
+        for entry in entries:
+            text = tool_text(entry)
+            key = self._key(text)
+            if key is None or key not in self.cache_vectors:
+                self._pending[text] = text
+        if self.backend is not None:
+            self._wake()
+
+    @property
+    def cache_vectors(self) -> dict[str, Array]:
+        return self.cache.vectors if self.cache is not None else {}
+
+    def _key(self, text: str) -> str | None:
+        return text_key(self.backend.key, text) if self.backend is not None else None
+
+    def _wake(self) -> None:
+        """Start the background worker; outside an event loop (a command, a bench) `embed_now` does the work."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._pending and (self._worker is None or self._worker.done()):
+            self._worker = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self._pending:
+            texts = list(self._pending)[:256]
+            try:
+                await asyncio.to_thread(self.embed_now, texts)
+            except EmbeddingError as exc:
+                log.warning("semantic: embedding %d tools failed, keyword search meanwhile: %s", len(texts), exc)
+                return
+            finally:
+                for text in texts:
+                    self._pending.pop(text, None)
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.save)
+
+    def embed_now(self, texts: Sequence[str]) -> None:
+        """Compute the missing vectors of `texts` (blocking; a worker thread, the CLI or a bench)."""
+        if self.backend is None or self.cache is None:
+            return
+        missing = list(
+            dict.fromkeys(text for text in texts if text_key(self.backend.key, text) not in self.cache.vectors)
+        )
+        if not missing:
+            return
+        vectors = self.backend.embed(missing)
+        if vectors.shape[0] != len(missing):
+            raise EmbeddingError(f"{vectors.shape[0]} vectors for {len(missing)} texts")
+        with self._lock:
+            self.encoder_calls += len(missing)
+            for text, vector in zip(missing, vectors, strict=True):
+                self.cache.vectors[text_key(self.backend.key, text)] = vector
+
+    def ensure_now(self, entries: Iterable[ToolEntry]) -> None:
+        """Load the backend and embed `entries` right away, then save: for commands that answer once."""
+        if self.load():
+            self.embed_now([tool_text(entry) for entry in entries])
+            if self.cache is not None:
+                self.cache.save()
+
+    def matrix(self, index: ToolIndex) -> Array | None:
+        """The index's tool vectors as one matrix, or None while any is missing (the index stays lexical)."""
+        found = self._matrices.get(index)
+        if found is not None or self.backend is None:
+            return found
+        vectors = self.cache_vectors
+        keys = [text_key(self.backend.key, tool_text(entry)) for entry in index.entries]
+        if not all(key in vectors for key in keys):
+            return None
+        matrix = np.stack([vectors[key] for key in keys]) if keys else np.zeros((0, 1), dtype=np.float32)
+        self._matrices[index] = matrix
+        return matrix
+
+    # -- query vectors ----------------------------------------------------------------------------------
+    def query_vector(self, text: str) -> Array | None:
+        vector = self._queries.get(text[:MAX_QUERY_CHARS])
+        if vector is not None:
+            self._queries.move_to_end(text[:MAX_QUERY_CHARS])
+        return vector
+
+    def prepare_now(self, text: str) -> None:
+        """Compute `text`'s query vector unless cached (blocking; call through `prepare` on the event loop)."""
+        text = text[:MAX_QUERY_CHARS]
+        if self.backend is None or not text.strip() or text in self._queries:
+            return
+        vector = self.backend.embed([text])[0]
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+
+    async def prepare(self, text: str | None) -> None:
+        """Have `text`'s vector ready for the next search, computed in a thread; failures leave it lexical."""
+        if self.backend is None or not text or self.query_vector(text) is not None:
+            return
+        try:
+            await asyncio.to_thread(self.prepare_now, text)
+        except EmbeddingError as exc:
+            log.warning("semantic: query embedding failed, keyword search for this query: %s", exc)
