@@ -40,7 +40,13 @@ class Gateway:
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
         await self.mcp.start()
+        self._embed_deferred()
+        self.mcp.listeners.append(self._embed_deferred)
         self.started = True
+
+    def _embed_deferred(self) -> None:
+        """Queue the deferred tools for embedding now, not at the first request that searches them."""
+        self.semantic.track(entry for entry in self.mcp.catalog.tools.values() if entry.deferred)
 
     async def stop(self) -> None:
         await self.semantic.aclose()

@@ -1,10 +1,15 @@
-"""Retrieval quality of `search_tools` on a tool-retrieval data file, with the seed PRD's plain BM25 as baseline.
+"""Retrieval quality of `search_tools`: hybrid, keywords alone and meaning alone, with plain BM25 as baseline.
 
-Every tool of the file is indexed as one deferred catalog (server = the tool's server) and every query is run
+Every tool of a data file is indexed as one deferred catalog (server = the tool's server) and every query is run
 through the same ranking code `search_tools` uses. recall@k of a query is the share of its relevant groups
 (equivalent tool ids) with an id in the top k; complete-recall@5 counts queries with every group in the top 5.
+"toolsift" is the search a default install gives (hybrid when the model is installed, as `make install` does);
+the first run embeds the tools (timed as build_s), later runs read the vector cache.
 
-    python bench/retrieval.py [--data FILE] [--json]
+    python bench/retrieval.py [--data FILE ...] [--json]
+
+Default data: bench/data/tool_retrieval_dev.json (long task queries) and short_queries_dev.json (short queries).
+With --json, one object per data file and line: overall, by_part, lexical, semantic, baseline.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.catalog import build_catalog  # noqa: E402
-from app.config import parse_config  # noqa: E402
+from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
+from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.request_tools import mcp_groups  # noqa: E402
 from bench.common import percentile  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+DATA = ROOT / "bench" / "data"
+DEFAULT_DATA = (DATA / "tool_retrieval_dev.json", DATA / "short_queries_dev.json")
 KS = (1, 3, 5, 10)
 Ranker = Callable[[str], list[str]]
 
@@ -40,17 +47,38 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return data["tools"], data["queries"]
 
 
-def toolsift_ranker(tools: list[dict[str, Any]]) -> tuple[Ranker, float]:
-    """Index the tools as toolsift would (build time included) and rank by `search_tools`' code path."""
-    discovery, ids, build_seconds = index_tools(tools)
+def toolsift_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch | None) -> tuple[Ranker, float]:
+    """Index the tools as toolsift would (build time, embedding included) and rank by `search_tools`' code path."""
+    discovery, ids, build_seconds = index_tools(tools, semantic)
 
     def rank(query: str) -> list[str]:
+        if semantic is not None:
+            semantic.prepare_now(query)
         return [ids[(entry.server or "", entry.original_name)] for entry in rank_tools(discovery, query, None, max(KS))]
 
     return rank, build_seconds
 
 
-def index_tools(tools: list[dict[str, Any]]) -> tuple[Discovery, dict[tuple[str, str], str], float]:
+def semantic_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch) -> tuple[Ranker, float]:
+    """Meaning alone: cosine between the query's vector and every tool's."""
+    discovery, ids, build_seconds = index_tools(tools, semantic)
+    index = discovery.index.parts[0]
+    matrix = semantic.matrix(index)
+    assert matrix is not None
+
+    def rank(query: str) -> list[str]:
+        semantic.prepare_now(query)
+        vector = semantic.query_vector(query)
+        assert vector is not None
+        top = (matrix @ vector).argsort()[::-1][: max(KS)]
+        return [ids[(index.entries[i].server or "", index.entries[i].original_name)] for i in top]
+
+    return rank, build_seconds
+
+
+def index_tools(
+    tools: list[dict[str, Any]], semantic: SemanticSearch | None = None
+) -> tuple[Discovery, dict[tuple[str, str], str], float]:
     """The data's tools as one deferred catalog: its discovery, (server, name) -> tool id, and build seconds."""
     started = time.perf_counter()
     listings: dict[str, list[Any]] = {}
@@ -71,7 +99,9 @@ def index_tools(tools: list[dict[str, Any]]) -> tuple[Discovery, dict[tuple[str,
         servers[name]["description"] = description  # what an MCP server says of itself (its instructions)
     config = parse_config({"mcpServers": servers}, environ={})
     catalog = build_catalog(config, listings, version=1)
-    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
+    if semantic is not None:
+        semantic.ensure_now(catalog.tools.values())
+    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
     return discovery, ids, time.perf_counter() - started
 
 
@@ -130,34 +160,48 @@ def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: flo
 
 def report(rank: Ranker, build_seconds: float, queries: list[dict[str, Any]]) -> dict[str, Any]:
     parts = sorted({query["part"] for query in queries})
-    return {
-        "overall": evaluate(rank, queries, build_seconds),
-        "by_part": {part: evaluate(rank, [q for q in queries if q["part"] == part], build_seconds) for part in parts},
-    }
+    by_part = {part: evaluate(rank, [q for q in queries if q["part"] == part], build_seconds) for part in parts}
+    if any("style" in query for query in queries):  # short queries: the English ones apart from Chinese/Spanish
+        by_part["english"] = evaluate(rank, [q for q in queries if q.get("style") != "language"], build_seconds)
+    return {"overall": evaluate(rank, queries, build_seconds), "by_part": by_part}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="data file (default: ../shared/data/...)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--data", type=Path, action="append", help="data file (repeatable; default: both)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per data file instead of tables")
     args = parser.parse_args()
-    if not args.data.exists():
-        raise SystemExit(f"no data file at {args.data}; pass --data FILE")
-    tools, queries = load(args.data)
-    result = report(*toolsift_ranker(tools), queries)
+    semantic = SemanticSearch(SemanticConfig(), ROOT)
+    if not semantic.load():
+        print(f"note: semantic search unavailable ({semantic.reason}); toolsift = keywords only", file=sys.stderr)
+    for path in args.data or DEFAULT_DATA:
+        if not path.exists():
+            raise SystemExit(f"no data file at {path}; pass --data FILE")
+        run(path, semantic if semantic.state == "ready" else None, args.json)
+
+
+def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> None:
+    tools, queries = load(path)
+    result = report(*toolsift_ranker(tools, semantic), queries)
+    result["lexical"] = report(*toolsift_ranker(tools, None), queries) if semantic is not None else result
+    if semantic is not None:
+        result["semantic"] = report(*semantic_ranker(tools, semantic), queries)
     result["baseline"] = report(*baseline_ranker(tools), queries)
-    if args.json:
-        print(json.dumps(result))
+    if as_json:
+        print(json.dumps({"data": path.name, **result}))
         return
-    print(f"Tool retrieval on {args.data.name}: {len(tools):,} tools, {len(queries)} queries\n")
+    print(f"Tool retrieval on {path.name}: {len(tools):,} tools, {len(queries)} queries\n")
     columns = ["recall@1", "recall@3", "recall@5", "recall@10", "mrr", "complete_recall@5", "mean_ms", "p99_ms"]
     print(f"{'ranker':<10} {'part':<10} {'n':>4} " + " ".join(f"{c:>9}" for c in columns) + f" {'build_s':>8}")
-    for name, data in (("toolsift", result), ("baseline", result["baseline"])):
+    rankers = [("toolsift", result), ("lexical", result["lexical"])]
+    rankers += [("semantic", result["semantic"])] if "semantic" in result else []
+    for name, data in [*rankers, ("baseline", result["baseline"])]:
         for part, metrics in [("overall", data["overall"]), *data["by_part"].items()]:
             values = " ".join(f"{metrics[c]:>9.3f}" for c in columns)
             print(f"{name:<10} {part:<10} {metrics['queries']:>4} {values} {metrics['build_s']:>8.3f}")
-    ratio = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
-    print(f"\nrecall@5 toolsift / baseline: {ratio:.2f}x")
+    ratio = result["overall"]["recall@5"] / max(result["lexical"]["overall"]["recall@5"], 1e-9)
+    base = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
+    print(f"\nrecall@5 toolsift / lexical: {ratio:.3f}x; toolsift / baseline: {base:.2f}x\n")
 
 
 if __name__ == "__main__":

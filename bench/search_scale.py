@@ -1,10 +1,12 @@
-"""Search latency, index build time and memory at 100, 1,000 and 10,000 tools.
+"""Search latency, index build time and memory at 100, 1,000 and 10,000 tools; keyword and hybrid search.
 
-Catalogs are grown from the shared tool-retrieval data: its 3,006 real tools, repeated under new server names
-(`srv2-...`) to reach 10,000, so word statistics stay realistic. Queries are the data's user tasks. Without
-the data file, tools are generated.
+Catalogs are grown from the tool-retrieval data: its 3,006 real tools, repeated under new server names
+(`srv2-...`) to reach 10,000, so word statistics stay realistic (repeated tools share their text, so the
+embedding cache serves the copies). Keyword queries are the data's user tasks; hybrid queries are the short,
+model-style queries, each encoded afresh (no query cache). Embedding is timed cold (empty cache) and warm (a
+restart: model load plus cache read). Without the data file, tools are generated (keyword part only).
 
-    python bench/search_scale.py [--data PATH]
+    python bench/search_scale.py [--data PATH] [--no-semantic]
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import gc
 import json
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -24,12 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.catalog import build_catalog  # noqa: E402
-from app.config import parse_config  # noqa: E402
+from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
+from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.request_tools import mcp_groups  # noqa: E402
 from bench.common import percentile  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+DEFAULT_DATA = ROOT / "bench" / "data" / "tool_retrieval_dev.json"
+SHORT_QUERIES = ROOT / "bench" / "data" / "short_queries_dev.json"
 SIZES = (100, 1_000, 10_000)
 
 
@@ -68,14 +73,61 @@ def generated(size: int) -> tuple[list[dict[str, Any]], list[str]]:
     return tools, [f"{verbs[i % 6]} the {nouns[i % 5]} for customer {i}" for i in range(200)]
 
 
-def build(config: Any, listings: dict[str, list[Any]]) -> Discovery:
+def build(config: Any, listings: dict[str, list[Any]], semantic: SemanticSearch | None = None) -> Discovery:
     catalog = build_catalog(config, listings, version=1)
-    return Discovery.build(mcp_groups(catalog, list(catalog.tools.values())))
+    if semantic is not None:
+        semantic.ensure_now(catalog.tools.values())
+    return Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
+
+
+def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> None:
+    """Embedding cold and warm, hybrid latency with short queries, and memory for the model and the vectors."""
+    print(f"\nHybrid search ({len(queries)} short queries, each encoded afresh; all-MiniLM-L6-v2, numpy)\n")
+    header = f"{'tools':>7} {'embed cold s':>12} {'embedded':>9} {'warm s':>7} {'p50 ms':>7} {'p99 ms':>7} {'MB':>6}"
+    print(header)
+    for size in SIZES:
+        listings = grown_catalog(tools, size)
+        config = parse_config({"mcpServers": {name: {"command": "unused"} for name in listings}}, environ={})
+        with tempfile.TemporaryDirectory() as cache:
+            settings = SemanticConfig(cache_dir=cache)
+            gc.collect()
+            tracemalloc.start()
+            cold = SemanticSearch(settings, ROOT)
+            started = time.perf_counter()
+            if not cold.load():
+                print(f"semantic search unavailable: {cold.reason}")
+                tracemalloc.stop()
+                return
+            discovery = build(config, listings, cold)
+            cold_seconds = time.perf_counter() - started
+            matrix = cold.matrix(discovery.index.parts[0])
+            memory = tracemalloc.get_traced_memory()[0] / 1e6
+            tracemalloc.stop()
+            assert matrix is not None
+            warm = SemanticSearch(settings, ROOT)
+            started = time.perf_counter()
+            warm.load()
+            warm_discovery = build(config, listings, warm)
+            warm_seconds = time.perf_counter() - started
+            assert warm.encoder_calls == 0 and warm.matrix(warm_discovery.index.parts[0]) is not None
+        latencies = []
+        for query in queries:
+            begun = time.perf_counter()
+            cold.prepare_now(query)
+            rank_tools(discovery, query, None, 5)
+            latencies.append((time.perf_counter() - begun) * 1000)
+            cold._queries.clear()
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        row = f"{size:>7,} {cold_seconds:>12.1f} {cold.encoder_calls:>9,} {warm_seconds:>7.2f} {p50:>7.2f} {p99:>7.2f}"
+        print(f"{row} {memory:>6.0f}")
+    print("\nembed cold: model load + embedding every distinct tool text; warm: a restart reading the cache;")
+    print("MB: the model and the tool vectors (tracemalloc); latency includes encoding the query.")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--no-semantic", action="store_true", help="keyword search only")
     args = parser.parse_args()
     if args.data.exists():
         data = json.loads(args.data.read_text())
@@ -108,6 +160,8 @@ def main() -> None:
         mean = statistics.fmean(latencies)
         print(f"{size:>7,} {build_seconds:>8.2f} {memory:>10.1f} {p50:>8.2f} {p99:>8.2f} {mean:>8.2f}")
     print("\nbuild includes the catalog, the index and the manifest; memory is what they hold (tracemalloc).")
+    if args.data.exists() and SHORT_QUERIES.exists() and not args.no_semantic:
+        hybrid(tools, [query["text"] for query in json.loads(SHORT_QUERIES.read_text())["queries"]])
 
 
 if __name__ == "__main__":

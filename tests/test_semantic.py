@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -21,6 +22,7 @@ from app.discovery.embeddings import EmbeddingError, EndpointEmbedder
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
+from tests.conftest import GatewayFactory, Upstream, chat_body, completion, make_config
 
 TOOLS = {
     "weather": [
@@ -243,3 +245,28 @@ def test_models_pull_fetches_once_from_a_hub_mirror(tmp_path: Path, monkeypatch:
         assert models.find_model("acme/missing-model") is None
     finally:
         server.shutdown()
+
+
+async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
+    model_dir: Path, tmp_path: Path, gateway_factory: GatewayFactory, upstream: Upstream
+) -> None:
+    """Through the chat loop: the model searches "write down a reminder" (keyword search finds nothing); once the
+    background embedding is done, the search answers with notes__create_note, as a weak match."""
+    semantic_config = {"model": str(model_dir), "cache_dir": str(tmp_path)}
+    client, gateway = await gateway_factory(make_config(tool_discovery={"semantic": semantic_config}))
+    for _ in range(600):
+        if gateway.semantic.state == "ready" and not gateway.semantic._pending and gateway.semantic.cache_vectors:
+            break
+        await asyncio.sleep(0.05)
+    assert gateway.semantic.state == "ready", (gateway.semantic.reason, gateway.semantic._pending)
+    deferred = [entry for entry in gateway.mcp.catalog.tools.values() if entry.deferred]
+    assert gateway.semantic.encoder_calls == len(deferred)  # embedded at start-up, before any request
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "write down a reminder"})]),
+        completion("done"),
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("remember this idea for me"))
+    assert response.status_code == 200
+    result = upstream.requests[1]["messages"][-1]["content"]
+    assert "weak matches" in result
+    assert "notes__create_note" in upstream.tool_names(1)
