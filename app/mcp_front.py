@@ -29,6 +29,7 @@ from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
 from app.discovery.search import Discovery, run_search
 from app.mcp.connections import McpManager
+from app.redaction import redact
 from app.request_tools import mcp_groups
 
 Mode = Literal["lazy", "proxy", "full"]
@@ -51,7 +52,7 @@ async def _forward(manager: McpManager, entry: ToolEntry, arguments: dict[str, A
     try:
         result = await manager.call_raw(entry.server, entry.original_name, arguments)
     except Exception as exc:
-        return ToolResult(content=f"Error: {exc}", is_error=True)
+        return ToolResult(content=redact(f"Error: {exc}"), is_error=True)
     return ToolResult(
         content=list(result.content) or "(the tool returned no content)",
         structured_content=result.structured_content,
