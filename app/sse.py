@@ -67,7 +67,7 @@ class EventStreamResponse(Response):
         assert streamer is not None
         loop = asyncio.get_running_loop()
         stopped: str | None = None  # "gone" (client disconnected) or "timeout"
-        head_sent = False
+        head_sent = ended = False
         last_write = loop.time()
         writing = asyncio.Lock()  # the streamer and the keep-alive task never interleave their writes
 
@@ -78,8 +78,11 @@ class EventStreamResponse(Response):
                 streamer.cancel()
 
         async def write(body: str, more_body: bool = True) -> None:
-            nonlocal head_sent, last_write
+            nonlocal head_sent, last_write, ended
             async with writing:
+                if ended:
+                    return  # a keep-alive that queued behind the last message
+                ended = not more_body
                 if not head_sent:
                     head_sent = True
                     await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})

@@ -102,6 +102,15 @@ async def slow_start(request: dict[str, Any], writer: asyncio.StreamWriter) -> N
     await _chunk(writer, "")
 
 
+async def late_error(request: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    """A rate-limit answer after 0.8 s: later than the first keep-alive."""
+    await asyncio.sleep(0.8)
+    body = json.dumps({"error": {"message": "slow down", "type": "rate_limit_error"}}).encode()
+    writer.write(b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n")
+    writer.write(b"content-length: %d\r\n\r\n%s" % (len(body), body))
+    await writer.drain()
+
+
 def slow_tool_server(started: asyncio.Event, cancelled: asyncio.Event) -> FastMCP:
     server = FastMCP("slow")
 
@@ -211,6 +220,16 @@ async def test_keepalives_flow_while_the_upstream_is_slow_to_start() -> None:
             event["choices"][0]["delta"].get("content") or "" for event in _events("\n".join(lines)) if event["choices"]
         )
         assert content == "late but fine"
+
+
+async def test_an_error_after_the_first_keepalive_ends_the_stream_with_an_error_event() -> None:
+    async with running(late_error, stream_keepalive_seconds=0.2) as (url, _):
+        async with httpx.AsyncClient(timeout=30) as client:
+            response = await client.post(f"{url}/v1/chat/completions", json=chat_body("x", stream=True))
+        assert response.status_code == 200, "the head went out with the first keep-alive"
+        assert response.text.startswith(": keep-alive\n\n")
+        error = _events(response.text)[-1]["error"]
+        assert error["type"] == "rate_limit_error" and "slow down" in error["message"]
 
 
 @pytest.mark.parametrize("stream", [True, False])
