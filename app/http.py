@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app import redaction
 from app.auth import ApiKeyMiddleware
 from app.disconnect import ClientGone, run_while_connected
 from app.gateway import Gateway
@@ -127,7 +128,10 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         body = await _read_body(request, headers.get("content-length"), gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body, gateway.config.max_messages, gateway.config.max_client_tools)
         facts["model"] = chat_request.model
-        route = gateway.router.route(chat_request.model, _client_upstream_key(headers, gateway))
+        client_key = _client_upstream_key(headers, gateway)
+        if client_key and any(provider.forward_client_auth for provider in gateway.config.providers.values()):
+            redaction.add_request_secret(client_key)  # an upstream may echo the caller's own key too
+        route = gateway.router.route(chat_request.model, client_key)
         facts["provider"] = route.provider.name
         session_id = headers.get("x-session-id") or chat_request.session_id
         tools = await gateway.request_tools(chat_request, session_id)

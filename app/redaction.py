@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -20,6 +21,7 @@ _lock = threading.Lock()
 _owners: dict[int, frozenset[str]] = {}
 _tokens = itertools.count(1)
 _secrets: tuple[str, ...] = ()  # longest first, so a secret containing another is replaced whole
+_request_secrets: ContextVar[tuple[str, ...]] = ContextVar("toolsift_request_secrets", default=())
 
 
 def register(secrets: Iterable[str]) -> int:
@@ -30,6 +32,12 @@ def register(secrets: Iterable[str]) -> int:
         _owners[token] = kept
         _rebuild()
     return token
+
+
+def add_request_secret(secret: str) -> None:
+    """Redact `secret` for the rest of the current request only (a caller's own upstream key)."""
+    if len(secret) >= MIN_SECRET_CHARS:
+        _request_secrets.set((*_request_secrets.get(), secret))
 
 
 def unregister(token: int) -> None:
@@ -50,8 +58,11 @@ def longest() -> int:
 
 
 def redact(text: str) -> str:
-    """`text` with every configured secret replaced by `[redacted]`."""
+    """`text` with every configured secret (and the current request's) replaced by `[redacted]`."""
     for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for secret in _request_secrets.get():
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
@@ -59,7 +70,7 @@ def redact(text: str) -> str:
 
 def redact_value(value: Any) -> Any:
     """Every string inside a JSON-like value redacted (keys included); other values unchanged."""
-    if not _secrets:
+    if not _secrets and not _request_secrets.get():
         return value
     if isinstance(value, str):
         return redact(value)

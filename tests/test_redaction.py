@@ -232,3 +232,15 @@ async def test_retry_and_fallback_lines_carry_the_request_id(
     assert [record.getMessage().split()[1] for record in lines] == ["retry", "fallback"]
     assert all(TextFormatter().format(record).endswith(" id=req-trace-1") for record in lines)
     assert all(json.loads(JsonFormatter().format(record))["request_id"] == "req-trace-1" for record in lines)
+
+
+async def test_a_forwarded_client_key_is_redacted_for_its_request(upstream: Upstream, gateway_factory: Any) -> None:
+    provider = {"base_url": UPSTREAM, "forward_client_auth": True, "max_retries": 0}
+    client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})
+    caller_key = "sk-caller-own-key-42"
+    upstream.script(httpx.Response(401, json={"error": {"message": f"Bad key {caller_key}", "type": "auth"}}))
+    response = await client.post(
+        "/v1/chat/completions", json=chat_body("x"), headers={"Authorization": f"Bearer {caller_key}"}
+    )
+    assert upstream.headers[0]["authorization"] == f"Bearer {caller_key}", "the key itself still goes upstream"
+    assert response.status_code == 401 and response.json()["error"]["message"].endswith("Bad key [redacted]")
