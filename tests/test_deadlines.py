@@ -111,6 +111,17 @@ async def late_error(request: dict[str, Any], writer: asyncio.StreamWriter) -> N
     await writer.drain()
 
 
+async def pause_between_chunks(request: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    """A first chunk at once, the second after 1 s."""
+    _sse_head(writer)
+    for text, finish, pause in (("first ", None, 1.0), ("second", "stop", 0)):
+        delta = {**CHUNK, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+        await _chunk(writer, f"data: {json.dumps(delta)}\n\n")
+        await asyncio.sleep(pause)
+    await _chunk(writer, "data: [DONE]\n\n")
+    await _chunk(writer, "")
+
+
 def slow_tool_server(started: asyncio.Event, cancelled: asyncio.Event) -> FastMCP:
     server = FastMCP("slow")
 
@@ -220,6 +231,14 @@ async def test_keepalives_flow_while_the_upstream_is_slow_to_start() -> None:
             event["choices"][0]["delta"].get("content") or "" for event in _events("\n".join(lines)) if event["choices"]
         )
         assert content == "late but fine"
+
+
+async def test_keepalives_flow_between_slow_chunks() -> None:
+    async with running(pause_between_chunks, stream_keepalive_seconds=0.1) as (url, _):
+        async with httpx.AsyncClient(timeout=30) as client:
+            response = await client.post(f"{url}/v1/chat/completions", json=chat_body("x", stream=True))
+        between = response.text.split('"first "', 1)[1].split('"second"', 1)[0]
+        assert between.count(": keep-alive\n\n") >= 5, between
 
 
 async def test_an_error_after_the_first_keepalive_ends_the_stream_with_an_error_event() -> None:
