@@ -23,6 +23,7 @@ from app.discovery import models as model_store
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager, ServerState
+from app.observability import guard_secrets
 from app.protocol import ChatCompletionRequest, GatewayError
 from app.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
 
@@ -31,6 +32,7 @@ from app.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
 async def connected(config: Config) -> Any:
     """All configured servers connected, with one progress line per server (a live counter on a terminal)."""
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s")
+    guard_secrets(config.secrets())
     manager = McpManager(config)
     total, done = len(manager.connections), 0
     live = sys.stderr.isatty()
@@ -182,6 +184,7 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     from app.mcp_front import Front
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    guard_secrets(config.secrets())
     manager = McpManager(config)
     await manager.start()
     try:

@@ -12,11 +12,15 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote_plus, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SEARCH_RESULTS_HARD_CAP = 25
+# A URL query parameter whose name contains one of these carries a credential (`?key=`, `?access_token=`, `?sig=`).
+_CREDENTIAL_PARAMS = ("key", "token", "secret", "sig", "pass", "auth", "cred", "session", "code")
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot", "digest"})
 
 
 class ConfigError(Exception):
@@ -208,13 +212,15 @@ class Config(_Strict):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    # Set by parse_config: config paths whose `${VAR}` had no value (so errors can name the variable), and the
-    # directory relative paths of stdio servers are resolved against.
+    # Set by parse_config: config paths whose `${VAR}` had no value (so errors can name the variable), the values
+    # each path got from the environment (MCP `env` secrets), and the directory relative paths of stdio servers are
+    # resolved against.
     unset_env: dict[str, str] = Field(default_factory=dict, exclude=True)
+    from_env: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     def __init__(self, **data: Any) -> None:
-        for internal in ("unset_env", "base_dir"):
+        for internal in ("unset_env", "from_env", "base_dir"):
             if internal in data:
                 raise ValueError(f"{internal}: unknown key")
         super().__init__(**data)
@@ -250,19 +256,81 @@ class Config(_Strict):
             raise ValueError("\n".join(problems))
         return self
 
+    def secrets(self) -> set[str]:
+        """Every configured secret, for redaction: upstream keys and extra header values, MCP header values and
+        the `env` values that came from `${VAR}`, gateway keys, and credentials inside configured URLs. Literal
+        values (paths, flags, commands) are not secrets."""
+        found: set[str] = set(self.auth.api_keys)
+        for provider in self.providers.values():
+            found.update(_header_secrets(provider.extra_headers))
+            if provider.api_key:
+                found.add(provider.api_key)
+            found.update(url_secrets(provider.base_url))
+        for name, server in self.mcp_servers.items():
+            found.update(_header_secrets(server.headers))
+            found.update(url_secrets(server.url or ""))
+            prefix = f"mcpServers.{name}.env."
+            for path, values in self.from_env.items():
+                if path.startswith(prefix):
+                    found.update(values)
+                    found.add(server.env.get(path.removeprefix(prefix), ""))
+        found.update(url_secrets(self.sessions.redis_url or ""))
+        found.discard("")
+        return found
+
+
+def _header_secrets(headers: dict[str, str]) -> set[str]:
+    """Header values, and the credential alone when a value is `<scheme> <credential>` (an upstream that echoes
+    the token without its `Bearer` still gets it redacted). A bare scheme (`Bearer ` from an unset variable) is
+    not a secret."""
+    found: set[str] = set()
+    for value in headers.values():
+        scheme, _, credential = value.strip().partition(" ")
+        if credential.strip() and scheme.isalpha():
+            found.update({value.strip(), credential.strip()})
+        elif scheme.lower() not in _AUTH_SCHEMES:
+            found.add(value.strip())
+    return found
+
+
+def url_secrets(url: str) -> set[str]:
+    """The password (or a lone user name, as token URLs use it) and credential-named query values of a URL, as
+    written and percent-decoded (a text may quote either)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return set()
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    raw = [password if colon else user] if at else []
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if any(marker in unquote_plus(name).lower() for marker in _CREDENTIAL_PARAMS):
+            raw.append(value)
+    return {form for value in raw for form in (value, unquote_plus(value)) if form}
+
 
 def _names(mapping: dict[str, Any]) -> str:
     return ", ".join(sorted(mapping)) or "(none)"
 
 
-def expand_env(value: Any, environ: dict[str, str], unset: dict[str, str], path: str = "") -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string; record `path -> VAR` for unset variables."""
+def expand_env(
+    value: Any,
+    environ: dict[str, str],
+    unset: dict[str, str],
+    path: str = "",
+    from_env: dict[str, list[str]] | None = None,
+) -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string; record `path -> VAR` for unset variables and, in
+    `from_env`, `path -> values` taken from the environment."""
     if isinstance(value, str):
 
         def substitute(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             found = environ.get(name)
             if found:
+                if from_env is not None:
+                    from_env.setdefault(path, []).append(found)
                 return found
             if default is not None:
                 return default
@@ -271,9 +339,12 @@ def expand_env(value: Any, environ: dict[str, str], unset: dict[str, str], path:
 
         return _ENV_PATTERN.sub(substitute, value)
     if isinstance(value, dict):
-        return {key: expand_env(item, environ, unset, f"{path}.{key}" if path else key) for key, item in value.items()}
+        return {
+            key: expand_env(item, environ, unset, f"{path}.{key}" if path else key, from_env)
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [expand_env(item, environ, unset, f"{path}[{index}]") for index, item in enumerate(value)]
+        return [expand_env(item, environ, unset, f"{path}[{index}]", from_env) for index, item in enumerate(value)]
     return value
 
 
@@ -285,7 +356,8 @@ def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path
         raw = {**raw, "mcpServers": raw["servers"]}
         raw.pop("servers")
     unset: dict[str, str] = {}
-    expanded = expand_env(raw, dict(os.environ) if environ is None else environ, unset)
+    from_env: dict[str, list[str]] = {}
+    expanded = expand_env(raw, dict(os.environ) if environ is None else environ, unset, "", from_env)
     try:
         config = Config.model_validate(expanded)
     except ValidationError as exc:
@@ -296,6 +368,7 @@ def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path
     if unset_keys:
         raise ConfigError(unset_keys)  # an empty gateway key would silently open the gateway
     config.unset_env = unset
+    config.from_env = from_env
     config.base_dir = base_dir or Path.cwd()
     return config
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from app import redaction
 from app.config import Config
 from app.discovery.search import MAX_QUERY_CHARS
 from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
-from app.observability import Metrics
+from app.observability import Metrics, guard_secrets
 from app.protocol import ChatCompletionRequest
 from app.providers import Router
 from app.request_tools import (
@@ -27,6 +28,7 @@ class Gateway:
     def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
         self.config = config
         self.started = False
+        self._secrets = guard_secrets(config.secrets())
         self.metrics = Metrics()
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
@@ -53,6 +55,7 @@ class Gateway:
         await self.mcp.stop()
         await self.router.aclose()
         await self.sessions.aclose()
+        redaction.unregister(self._secrets)
 
     async def request_tools(self, request: ChatCompletionRequest, session: SessionKey | None) -> RequestTools:
         tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)

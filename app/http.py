@@ -6,12 +6,11 @@ one log line at the end. Every failure is answered in OpenAI's error shape; trac
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,15 +21,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app import redaction
 from app.auth import ApiKeyMiddleware
+from app.disconnect import ClientGone, run_while_connected
 from app.gateway import Gateway
 from app.loop import ChatLoop
 from app.mcp_http import HttpFront, McpPathDispatch
-from app.observability import METRICS_CONTENT_TYPE, log_fields
+from app.observability import METRICS_CONTENT_TYPE, REQUEST_ID, log_fields
 from app.protocol import GatewayError, error_body, parse_chat_request
 from app.sessions import SessionKey, session_of
-from app.sse import EventStreamResponse
-from app.streaming import sse, stream_chat
+from app.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
+from app.streaming import stream_chat
 
 log = logging.getLogger("toolsift.http")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
@@ -120,6 +121,7 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]}
     supplied = headers.get("x-request-id", "")
     request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{secrets.token_hex(8)}"
+    REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
     started = time.perf_counter()
     facts: dict[str, Any] = {"model": None, "provider": None}
     loop: ChatLoop | None = None
@@ -127,7 +129,10 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         body = await _read_body(request, headers.get("content-length"), gateway.config.max_request_bytes)
         chat_request, payload = parse_chat_request(body, gateway.config.max_messages, gateway.config.max_client_tools)
         facts["model"] = chat_request.model
-        route = gateway.router.route(chat_request.model, _client_upstream_key(headers, gateway))
+        client_key = _client_upstream_key(headers, gateway)
+        if client_key and any(provider.forward_client_auth for provider in gateway.config.providers.values()):
+            redaction.add_request_secret(client_key)  # an upstream may echo the caller's own key too
+        route = gateway.router.route(chat_request.model, client_key)
         facts["provider"] = route.provider.name
         session = session_of(
             request.scope, headers.get("x-session-id"), chat_request.session_id, gateway.config.max_session_id_chars
@@ -135,33 +140,43 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         tools = await gateway.request_tools(chat_request, session)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
         if chat_request.stream:
-            return await _stream(gateway, loop, payload, request_id, started, facts, session)
+            return _stream(gateway, loop, payload, request_id, started, facts, session)
+        remaining = max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001)
         try:
-            async with asyncio.timeout(gateway.config.request_deadline):
-                result = await loop.run(payload)
+            result = await run_while_connected(request.receive, loop.run(payload), remaining)
         except TimeoutError:
-            raise GatewayError(
-                504,
-                f"The request did not finish within the gateway's {gateway.config.request_deadline:g}s deadline.",
-                "server_error",
-                code="request_deadline",
-            ) from None
+            raise _deadline_error(gateway) from None
         if session is not None:
             await gateway.sessions.remember(session, tools.discovered)
         response: Response = JSONResponse(result)
+    except ClientGone:
+        response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
     except Exception:
-        log.exception("unhandled error id=%s", request_id)
-        response = JSONResponse(
-            error_body(f"Internal gateway error (request {request_id}); see the gateway log.", "server_error"), 500
-        )
+        status, error = _unexpected(request_id)
+        response = JSONResponse(error, status)
     response.headers["x-request-id"] = request_id
     _log_request(gateway, request_id, response.status_code, started, facts, loop)
     return response
 
 
-async def _stream(
+def _deadline_error(gateway: Gateway) -> GatewayError:
+    return GatewayError(
+        504,
+        f"The request did not finish within the gateway's {gateway.config.request_deadline:g}s deadline.",
+        "server_error",
+        code="request_deadline",
+    )
+
+
+def _unexpected(request_id: str) -> ErrorAnswer:
+    """A gateway bug: the traceback goes to the log (call from an `except` block), the client gets its id."""
+    log.exception("unhandled error id=%s", request_id)
+    return 500, error_body(f"Internal gateway error (request {request_id}); see the gateway log.", "server_error")
+
+
+def _stream(
     gateway: Gateway,
     loop: ChatLoop,
     payload: dict[str, Any],
@@ -170,35 +185,25 @@ async def _stream(
     facts: dict[str, Any],
     session: SessionKey | None,
 ) -> Response:
-    """Start the stream before answering, so errors up to the upstream's first chunk keep their HTTP status."""
-    events = stream_chat(loop, payload, gateway.config.stream_keepalive_seconds)
-    try:
-        first = await anext(events)
-    except BaseException:
-        await events.aclose()
-        raise
+    """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
 
-    async def body() -> AsyncGenerator[str, None]:
-        try:
-            yield first
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
+    def error(exc: Exception) -> ErrorAnswer:
+        return (exc.status, exc.body()) if isinstance(exc, GatewayError) else _unexpected(request_id)
 
-    async def close(finished: bool) -> None:
+    async def close(status: int) -> None:
         if session is not None:
             await gateway.sessions.remember(session, loop.tools.discovered)
-        _log_request(gateway, request_id, 200 if finished else 499, started, {**facts, "stream": True}, loop)
+        _log_request(gateway, request_id, status, started, {**facts, "stream": True}, loop)
 
-    limit = gateway.config.request_deadline
-    message = f"The request did not finish within the gateway's {limit:g}s deadline."
+    timeout = _deadline_error(gateway)
     return EventStreamResponse(
-        body(),
+        stream_chat(loop, payload),
+        error=error,
+        deadline=max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001),
+        deadline_error=(timeout.status, timeout.body()),
+        keepalive=gateway.config.stream_keepalive_seconds,
         headers={"x-request-id": request_id},
         on_close=close,
-        timeout=max(limit - (time.perf_counter() - started), 0.001),
-        timeout_event=sse(error_body(message, "server_error", code="request_deadline")),
     )
 
 

@@ -35,6 +35,7 @@ from app.config import Config
 from app.discovery.search import Discovery, prepare_query, run_search
 from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
+from app.redaction import redact
 from app.request_tools import mcp_groups
 
 Mode = Literal["lazy", "proxy", "full"]
@@ -56,7 +57,7 @@ async def _forward(manager: McpManager, entry: ToolEntry, arguments: dict[str, A
     try:
         result = await manager.call_raw(entry.server, entry.original_name, arguments)
     except Exception as exc:
-        return ToolResult(content=f"Error: {exc}", is_error=True)
+        return ToolResult(content=redact(f"Error: {exc}"), is_error=True)
     return ToolResult(
         content=list(result.content) or "(the tool returned no content)",
         structured_content=result.structured_content,

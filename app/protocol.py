@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
+from app.redaction import redact
+
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 GATEWAY_FIELDS = ("tool_set", "session_id")
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -45,7 +47,10 @@ class GatewayError(Exception):
 
 
 def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+    """The error as the client sees it; configured secrets are redacted here, where error text leaves the gateway
+    (an upstream may echo the key it was sent)."""
+    param = redact(param) if param is not None else None
+    return {"error": {"message": redact(message), "type": type, "param": param, "code": code}}
 
 
 class _Open(BaseModel):

@@ -8,9 +8,6 @@ and `created`, choice index 0, exactly one finish reason, an optional usage chun
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
 import time
 import uuid
@@ -18,18 +15,12 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from app.loop import ChatLoop, Plan, Step
 from app.protocol import GatewayError, error_body
+from app.sse import sse
 
 log = logging.getLogger("toolsift.stream")
-KEEPALIVE = ": keep-alive\n\n"
 DONE = "data: [DONE]\n\n"
-
-
-def sse(data: dict[str, Any]) -> str:
-    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 @dataclass
@@ -104,8 +95,9 @@ class ChunkWriter:
         }
 
 
-async def stream_chat(loop: ChatLoop, payload: dict[str, Any], keepalive_seconds: float) -> AsyncGenerator[str, None]:
-    """SSE text for one request. Raises GatewayError only before its first item (the HTTP status is still free)."""
+async def stream_chat(loop: ChatLoop, payload: dict[str, Any]) -> AsyncGenerator[str, None]:
+    """SSE text for one request. Raises only before its first chunk; after it, errors become error events.
+    Keep-alives, the deadline and cancellation are the response's (app/sse.py)."""
     base = {**loop.upstream_base(payload), "stream": True}
     if "stream_options" in payload:
         base["stream_options"] = payload["stream_options"]
@@ -130,8 +122,7 @@ async def stream_chat(loop: ChatLoop, payload: dict[str, Any], keepalive_seconds
             message = round_message.message()
             plan = loop.plan(message)
             if plan.step is Step.RUN_TOOLS:
-                async for beat in _with_keepalive(loop.run_tools(messages, message, plan), keepalive_seconds):
-                    yield beat
+                await loop.run_tools(messages, message, plan)
                 continue
             for item in _ending(loop, writer, plan, round_message, message):
                 yield item
@@ -164,22 +155,3 @@ def _ending(
         separator = "\n\n" if message.get("content") else ""
         return [writer.chunk({"content": separator + marker}), writer.chunk({}, "length")]
     return [writer.chunk({}, round_message.finish_reason or "stop")]
-
-
-async def _with_keepalive(work: Any, every: float) -> AsyncGenerator[str, None]:
-    """Run `work`, yielding an SSE comment every `every` seconds until it is done; cancel it if abandoned."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=every)
-            if done:
-                task.result()
-                return
-            yield KEEPALIVE
-    finally:
-        if not task.done():
-            task.cancel()
-            # Wait for the cancelled calls to wind down (MCP sends its cancel notifications) even though this
-            # generator is itself being cancelled; the calls end promptly once cancelled.
-            with anyio.CancelScope(shield=True), contextlib.suppress(BaseException):
-                await task

@@ -25,7 +25,8 @@ from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHt
 
 from app.catalog import Catalog, build_catalog
 from app.config import Config, McpServerConfig
-from app.mcp.results import error_text, result_text
+from app.mcp.results import error_text, redacted, result_text
+from app.redaction import redact
 
 log = logging.getLogger("toolsift.mcp")
 
@@ -176,6 +177,7 @@ class ServerConnection:
 
     def _fail(self, message: str) -> None:
         was_up = self.state is ServerState.UP
+        message = redact(message)  # connection errors can quote a URL with its token; /healthz shows this
         self.state, self.error, self.tools = ServerState.DOWN, message, []
         log.warning("mcp server down server=%s error=%s", self.name, message)
         self._ready.set()
@@ -254,15 +256,15 @@ class McpManager:
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
 
     async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """The backend's own result (the MCP front passes it through; `call_tool` makes it text). Every call that
-        reaches a server is timed here, once, for the metrics."""
+        """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text).
+        Every call that reaches a server is timed here, once, for the metrics."""
         connection = self.connections.get(server)
         if connection is None:
             raise ServerUnavailable(f"unknown MCP server '{server}'")
         started = time.perf_counter()
         failed = True
         try:
-            result = await connection.call(tool, arguments)
+            result = redacted(await connection.call(tool, arguments))
             failed = bool(result.is_error)
             return result
         finally:
@@ -275,15 +277,19 @@ class McpManager:
         try:
             result = await self.call_raw(server, tool, arguments)
         except ServerUnavailable as exc:
-            return error_text(str(exc), limit), True
+            message = str(exc)
         except Exception as exc:  # transport and protocol errors go back to the model as text
             if isinstance(exc, TimeoutError) or "timed out" in str(exc):
                 timeout = self.connections[server].tool_timeout
                 message = f"'{tool}' on MCP server '{server}' timed out after {timeout:g}s"
             else:
                 message = f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}"
-            return error_text(message, limit), True
-        return result_text(result, limit), bool(result.is_error)
+        else:
+            if result.is_error:
+                log.info("mcp tool error server=%s tool=%s", server, tool)
+            return result_text(result, limit), bool(result.is_error)
+        log.warning("mcp call failed server=%s tool=%s error=%s", server, tool, message)
+        return error_text(message, limit), True
 
     def health(self) -> dict[str, dict[str, Any]]:
         discovery = self.config.tool_discovery

@@ -12,6 +12,8 @@ from typing import Any
 
 import mcp_types
 
+from app.redaction import redact, redact_value
+
 
 def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:
     parts = [_content_text(block) for block in result.content]
@@ -27,7 +29,30 @@ def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:
 
 
 def error_text(message: str, max_chars: int) -> str:
-    return truncate(f"Error: {message}", max_chars)
+    return truncate(redact(f"Error: {message}"), max_chars)
+
+
+def redacted(result: mcp_types.CallToolResult) -> mcp_types.CallToolResult:
+    """The result with configured secrets redacted from its text and structured content: a server may echo the
+    headers or token it was sent, and its result goes to the model and to MCP clients."""
+    content = [_redacted_block(block) for block in result.content]
+    structured = redact_value(result.structured_content)
+    if all(new is old for new, old in zip(content, result.content, strict=True)) and structured == (
+        result.structured_content
+    ):
+        return result
+    return result.model_copy(update={"content": content, "structured_content": structured})
+
+
+def _redacted_block(block: Any) -> Any:
+    if isinstance(block, mcp_types.TextContent):
+        text = redact(block.text)
+        return block if text == block.text else block.model_copy(update={"text": text})
+    if isinstance(block, mcp_types.EmbeddedResource) and isinstance(block.resource, mcp_types.TextResourceContents):
+        text = redact(block.resource.text)
+        if text != block.resource.text:
+            return block.model_copy(update={"resource": block.resource.model_copy(update={"text": text})})
+    return block
 
 
 def truncate(text: str, max_chars: int) -> str:
