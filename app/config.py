@@ -257,9 +257,9 @@ class Config(_Strict):
         return self
 
     def secrets(self) -> set[str]:
-        """Every configured secret, for redaction: upstream keys and extra header values, MCP header values and
-        the `env` values that came from `${VAR}`, gateway keys, and credentials inside configured URLs. Literal
-        values (paths, flags, commands) are not secrets."""
+        """Every configured secret, for redaction: upstream and embeddings-endpoint keys, extra header values,
+        MCP header values and the `env` values that came from `${VAR}`, gateway keys, and credentials inside
+        configured URLs. Literal values (paths, flags, commands) are not secrets."""
         found: set[str] = set(self.auth.api_keys)
         for provider in self.providers.values():
             found.update(_header_secrets(provider.extra_headers))
@@ -275,6 +275,9 @@ class Config(_Strict):
                     found.update(values)
                     found.add(server.env.get(path.removeprefix(prefix), ""))
         found.update(url_secrets(self.sessions.redis_url or ""))
+        endpoint = self.tool_discovery.semantic.endpoint
+        if endpoint is not None:
+            found.update({endpoint.api_key or "", *url_secrets(endpoint.base_url)})
         found.discard("")
         return found
 
