@@ -169,6 +169,7 @@ class Config(_Strict):
     shutdown_grace_seconds: float = Field(30.0, ge=0)
     keep_alive_seconds: float = Field(75.0, gt=0, description="idle client connections stay open this long")
     cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
+    api_docs: bool = Field(False, description="serve /openapi.json and /docs")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -1,0 +1,150 @@
+"""The edge every request passes first: request ids, browser origins, DNS rebinding, and JSON-only bodies.
+
+A browser can send a "simple" cross-site POST (`text/plain`, a form) without any CORS preflight, and a page on a
+rebound domain reaches a loopback gateway as its own origin. So, before any work: a request that carries an
+`Origin` must come from the gateway's own origin or from `cors_origins`; on a loopback connection with no gateway
+keys, the `Host` must be a loopback name; and a request body must be JSON. SDKs and curl send no `Origin` and a
+loopback or real host name, so they pass unchanged. Refusals answer in the called API's shape: a JSON-RPC error on
+`/mcp`, OpenAI's error object elsewhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import secrets
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.protocol import error_body
+
+REQUEST_ID_HEADER = b"x-request-id"
+_SCOPE_KEY = "toolsift.request_id"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+JSONRPC_INVALID_REQUEST = -32600
+
+
+def request_id_of(scope: Scope) -> str:
+    """The request's id: the client's `x-request-id` if it is a plain token, else a new one; one per request."""
+    found: str | None = scope.get(_SCOPE_KEY)
+    if found is None:
+        supplied = next((value for name, value in scope["headers"] if name == REQUEST_ID_HEADER), b"")
+        text = supplied.decode("latin-1")
+        found = text if _REQUEST_ID.fullmatch(text) else f"req_{secrets.token_hex(8)}"
+        scope[_SCOPE_KEY] = found
+    return found
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
+    """Answer an error in the called API's shape, without reading the request body."""
+    body: dict[str, Any]
+    if is_mcp_path(scope["path"]):
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": message}}
+    else:
+        body = error_body(message, "invalid_request_error", code=code)
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+
+class EdgeGuard:
+    """Outermost middleware: tags every response with `x-request-id`, refuses foreign origins and rebound hosts."""
+
+    def __init__(self, app: ASGIApp, cors_origins: list[str], keyed: bool) -> None:
+        self.app = app
+        self.any_origin = "*" in cors_origins
+        self.origins = {origin.rstrip("/").lower() for origin in cors_origins}
+        self.keyed = keyed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id_of(scope).encode()
+
+        async def tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                if not any(name.lower() == REQUEST_ID_HEADER for name, _ in headers):
+                    message = {**message, "headers": [*headers, (REQUEST_ID_HEADER, rid)]}
+            await send(message)
+
+        headers = {name: value.decode("latin-1") for name, value in scope["headers"]}
+        host = headers.get(b"host", "")
+        origin = headers.get(b"origin")
+        if origin is not None and not self._origin_allowed(origin, host):
+            text = f"Origin {origin!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
+            await refuse(scope, tagged, 403, text, "origin_not_allowed")
+        elif not self.keyed and _loopback(scope) and host and not _loopback_name(host):
+            text = (
+                f"Host {host!r} is not a loopback name (localhost, 127.0.0.1, [::1]): refused on a loopback "
+                "gateway without keys, against DNS rebinding. To serve other names, set auth.api_keys."
+            )
+            await refuse(scope, tagged, 403, text, "host_not_allowed")
+        else:
+            await self.app(scope, receive, tagged)
+
+    def _origin_allowed(self, origin: str, host: str) -> bool:
+        normalized = origin.rstrip("/").lower()
+        if self.any_origin or normalized in self.origins:
+            return True
+        try:
+            sent = urlsplit(normalized)
+            served = urlsplit(f"//{host.lower()}")
+            default = _DEFAULT_PORTS.get(sent.scheme)
+            return (
+                sent.scheme in _DEFAULT_PORTS
+                and sent.hostname is not None
+                and (sent.hostname, sent.port or default) == (served.hostname, served.port or default)
+            )
+        except ValueError:  # a port that is not a number
+            return False
+
+
+class JsonBodies:
+    """A request with a body must declare JSON (`application/json` or `application/*+json`): anything else is what
+    a browser can send cross-site without a preflight, and no client of this gateway needs it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in _BODY_METHODS:
+            declared = next((value for name, value in scope["headers"] if name == b"content-type"), b"")
+            media = declared.decode("latin-1").partition(";")[0].strip().lower()
+            if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+                shown = repr(media) if media else "none"
+                text = f"Unsupported Content-Type ({shown}): send the request body as JSON with application/json."
+                await refuse(scope, send, 415, text, "unsupported_media_type")
+                return
+        await self.app(scope, receive, send)
+
+
+def _loopback(scope: Scope) -> bool:
+    """The connection arrived on a loopback address (where a rebound domain points a browser)."""
+    server = scope.get("server")
+    return server is not None and _is_loopback_ip(str(server[0]))
+
+
+def _loopback_name(host: str) -> bool:
+    try:
+        name = urlsplit(f"//{host}").hostname or ""
+    except ValueError:  # an unclosed IPv6 bracket
+        return False
+    return name == "localhost" or _is_loopback_ip(name)
+
+
+def _is_loopback_ip(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
