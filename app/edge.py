@@ -44,16 +44,21 @@ def is_mcp_path(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
 
 
-async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
-    """Answer an error in the called API's shape, without reading the request body."""
+def refusal_body(path: str, message: str, code: str) -> bytes:
+    """An error in the called API's shape: a JSON-RPC error on `/mcp`, OpenAI's error object elsewhere."""
     body: dict[str, Any]
-    if is_mcp_path(scope["path"]):
+    if is_mcp_path(path):
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": message}}
     else:
         body = error_body(message, "invalid_request_error", code=code)
+    return json.dumps(body).encode()
+
+
+async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
+    """Answer an error without reading the request body."""
     headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+    await send({"type": "http.response.body", "body": refusal_body(scope["path"], message, code)})
 
 
 class EdgeGuard:

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -155,6 +156,8 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         response: Response = JSONResponse(result)
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
+    except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
+        response = JSONResponse(error_body("The client disconnected.", "invalid_request_error"), 499)
     except Exception:
         log.exception("unhandled error id=%s", request_id)
         response = JSONResponse(
