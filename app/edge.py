@@ -56,9 +56,11 @@ def refusal_body(path: str, message: str, code: str) -> bytes:
 
 async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
     """Answer an error without reading the request body."""
-    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    body = refusal_body(scope["path"], message, code)
+    length = str(len(body)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", length), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": refusal_body(scope["path"], message, code)})
+    await send({"type": "http.response.body", "body": body})
 
 
 class EdgeGuard:
@@ -83,35 +85,34 @@ class EdgeGuard:
                     message = {**message, "headers": [*headers, (REQUEST_ID_HEADER, rid)]}
             await send(message)
 
-        headers = {name: value.decode("latin-1") for name, value in scope["headers"]}
-        host = headers.get(b"host", "")
-        origin = headers.get(b"origin")
-        if origin is not None and not self._origin_allowed(origin, host):
-            text = f"Origin {origin!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
+        hosts = _values(scope, b"host")
+        origins = _values(scope, b"origin")
+        if any(not self._origin_allowed(origin, hosts) for origin in origins):
+            shown = next(origin for origin in origins if not self._origin_allowed(origin, hosts))
+            text = f"Origin {shown!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
             await refuse(scope, tagged, 403, text, "origin_not_allowed")
-        elif not self.keyed and _loopback(scope) and host and not _loopback_name(host):
+        elif not self.keyed and _loopback(scope) and not all(_loopback_name(host) for host in hosts):
             text = (
-                f"Host {host!r} is not a loopback name (localhost, 127.0.0.1, [::1]): refused on a loopback "
-                "gateway without keys, against DNS rebinding. To serve other names, set auth.api_keys."
+                f"Host {', '.join(hosts)!r} is not a loopback name (localhost, 127.0.0.1, [::1]): refused on a "
+                "loopback gateway without keys, against DNS rebinding. To serve other names, set auth.api_keys."
             )
             await refuse(scope, tagged, 403, text, "host_not_allowed")
         else:
             await self.app(scope, receive, tagged)
 
-    def _origin_allowed(self, origin: str, host: str) -> bool:
+    def _origin_allowed(self, origin: str, hosts: list[str]) -> bool:
         normalized = origin.rstrip("/").lower()
         if self.any_origin or normalized in self.origins:
             return True
         try:
             sent = urlsplit(normalized)
-            served = urlsplit(f"//{host.lower()}")
             default = _DEFAULT_PORTS.get(sent.scheme)
-            return (
-                sent.scheme in _DEFAULT_PORTS
-                and sent.hostname is not None
-                and (sent.hostname, sent.port or default) == (served.hostname, served.port or default)
-            )
-        except ValueError:  # a port that is not a number
+            if default is None or sent.hostname is None or not hosts:
+                return False
+            sent_address = (sent.hostname, sent.port or default)
+            served = [urlsplit(f"//{host.lower()}") for host in hosts]
+            return all(sent_address == (host.hostname, host.port or default) for host in served)
+        except ValueError:  # a port that is not a number, an unclosed IPv6 bracket
             return False
 
 
@@ -132,6 +133,11 @@ class JsonBodies:
                 await refuse(scope, send, 415, text, "unsupported_media_type")
                 return
         await self.app(scope, receive, send)
+
+
+def _values(scope: Scope, name: bytes) -> list[str]:
+    """Every value of a header: a second `Origin` or `Host` must not slip past the check of the first."""
+    return [value.decode("latin-1") for key, value in scope["headers"] if key == name]
 
 
 def _loopback(scope: Scope) -> bool:

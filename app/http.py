@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +33,7 @@ from app.sse import EventStreamResponse
 from app.streaming import sse, stream_chat
 
 log = logging.getLogger("toolsift.http")
+_PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 
@@ -242,6 +244,10 @@ def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | Non
     for header in names:
         scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
+            if not _PRINTABLE_ASCII.fullmatch(token.strip()):  # httpx could not send it on
+                raise GatewayError(
+                    400, f"'{header}' must carry a key of printable ASCII characters.", code="invalid_api_key"
+                )
             return token.strip()
     return None
 

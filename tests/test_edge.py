@@ -129,3 +129,27 @@ async def test_api_docs_are_served_only_when_enabled(gateway_factory: Any) -> No
     client, _ = await gateway_factory(make_config(api_docs=True))
     assert (await client.get("/openapi.json")).json()["info"]["title"] == "toolsift"
     assert (await client.get("/docs")).status_code == 200
+
+
+async def test_a_second_origin_or_host_header_is_checked_too(upstream: Upstream, gateway_factory: Any) -> None:
+    _, gateway = await gateway_factory()
+    upstream.router.route(host="127.0.0.1").pass_through()
+    transport = httpx.ASGITransport(app=create_app(gateway))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+        own = ("origin", "http://127.0.0.1:8000")
+        for extra in [[("origin", "https://evil.example"), own], [("host", "evil.example:8000")]]:
+            headers = [*extra, ("host", "127.0.0.1:8000")]
+            response = await client.get("/v1/models", headers=headers)
+            assert response.status_code == 403, (extra, response.text)
+        assert (await client.get("/v1/models", headers=[own])).status_code == 200
+
+
+async def test_a_forwarded_key_that_is_not_ascii_is_400(upstream: Upstream, gateway_factory: Any) -> None:
+    providers = {"up": {"base_url": "http://upstream.test/v1", "forward_client_auth": True, "max_retries": 0}}
+    client, _ = await gateway_factory(make_config(providers=providers))
+    for name in ("authorization", "x-upstream-authorization"):
+        headers = {name: "Bearer sk-\xe9\xff".encode("latin-1"), "content-type": "application/json"}
+        response = await client.post(CHAT, content=BODY, headers=headers)
+        _refused(response, 400, "invalid_api_key")
+        assert "printable ASCII" in response.json()["error"]["message"]
+    assert upstream.requests == []
