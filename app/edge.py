@@ -10,6 +10,7 @@ loopback or real host name, so they pass unchanged. Refusals answer in the calle
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -146,6 +147,7 @@ def _loopback(scope: Scope) -> bool:
     return server is not None and _is_loopback_ip(str(server[0]))
 
 
+@functools.lru_cache(maxsize=256)
 def _loopback_name(host: str) -> bool:
     try:
         name = urlsplit(f"//{host}").hostname or ""
@@ -154,6 +156,7 @@ def _loopback_name(host: str) -> bool:
     return name == "localhost" or _is_loopback_ip(name)
 
 
+@functools.lru_cache(maxsize=256)
 def _is_loopback_ip(text: str) -> bool:
     try:
         return ipaddress.ip_address(text).is_loopback

@@ -16,6 +16,7 @@ from typing import Any
 MAX_DEPTH = 128
 MAX_INT_DIGITS = 4300
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_CONTAINERS = frozenset({dict, list})
 
 
 class JsonProblem(ValueError):
@@ -65,15 +66,18 @@ def loads(raw: bytes) -> Any:
 
 
 def _too_deep(value: Any) -> bool:
-    """Nested deeper than MAX_DEPTH; visits containers only (about as fast as decoding), stops at the limit."""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+    """Nested deeper than MAX_DEPTH: one level at a time, containers only, stopping at the limit."""
+    level = [value] if type(value) in _CONTAINERS else []
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return False
+        level = [
+            child
+            for item in level
+            for child in (item.values() if type(item) is dict else item)
+            if type(child) in _CONTAINERS
+        ]
+    return bool(level)
 
 
 def _find_invalid(value: Any) -> None:
