@@ -88,9 +88,9 @@ class EdgeGuard:
 
         hosts = _values(scope, b"host")
         origins = _values(scope, b"origin")
-        if any(not self._origin_allowed(origin, hosts) for origin in origins):
-            shown = next(origin for origin in origins if not self._origin_allowed(origin, hosts))
-            text = f"Origin {shown!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
+        foreign = [origin for origin in origins if not self._origin_allowed(origin, hosts)]
+        if foreign:
+            text = f"Origin {foreign[0]!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
             await refuse(scope, tagged, 403, text, "origin_not_allowed")
         elif not self.keyed and _loopback(scope) and not all(_loopback_name(host) for host in hosts):
             text = (
