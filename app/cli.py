@@ -105,7 +105,11 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
             "keys and MCP servers. Set auth.api_keys in the config.",
             args.host,
         )
+    from app.client_timeouts import TimedHttpProtocol
+
+    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)
     options: dict[str, Any] = {
+        "http": TimedHttpProtocol,  # uvicorn's httptools protocol, with header and body deadlines
         "host": args.host,
         "port": args.port,
         "log_level": args.log_level,
@@ -131,8 +135,12 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The app of one worker process (`serve --workers N`)."""
+    from app.client_timeouts import TimedHttpProtocol
+
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
-    return _app(_load_or_exit(os.environ["TOOLSIFT_CONFIG"]))
+    config = _load_or_exit(os.environ["TOOLSIFT_CONFIG"])
+    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
+    return _app(config)
 
 
 def _app(config: Config) -> Any:

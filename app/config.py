@@ -208,7 +208,10 @@ class Config(_Strict):
     request_deadline: float = Field(600.0, gt=0, description="seconds for a whole request, every round included")
     shutdown_grace_seconds: float = Field(30.0, ge=0)
     keep_alive_seconds: float = Field(75.0, gt=0, description="idle client connections stay open this long")
+    client_header_timeout: float = Field(10.0, gt=0, description="seconds for a request's headers to arrive")
+    client_body_timeout: float = Field(60.0, gt=0, description="seconds for a request's whole body to arrive")
     cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
+    api_docs: bool = Field(False, description="serve /openapi.json and /docs")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

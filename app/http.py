@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,12 +17,14 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import redaction
 from app.auth import ApiKeyMiddleware
 from app.disconnect import ClientGone, run_while_connected
+from app.edge import EdgeGuard, JsonBodies, request_id_of
 from app.gateway import Gateway
 from app.loop import ChatLoop
 from app.mcp_http import HttpFront, McpPathDispatch
@@ -34,10 +35,12 @@ from app.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 from app.streaming import stream_chat
 
 log = logging.getLogger("toolsift.http")
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
+_PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
+CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
+CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 
 
-def create_app(gateway: Gateway) -> ChatFastPath:
+def create_app(gateway: Gateway) -> ASGIApp:
     mcp_front = HttpFront(gateway.config)
 
     @asynccontextmanager
@@ -50,11 +53,16 @@ def create_app(gateway: Gateway) -> ChatFastPath:
         finally:
             await gateway.stop()
 
-    app = FastAPI(title="toolsift", lifespan=lifespan, docs_url=None, redoc_url=None)
+    docs = gateway.config.api_docs
+    app = FastAPI(
+        title="toolsift",
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     app.state.gateway = gateway
     app.add_middleware(McpPathDispatch, front=mcp_front)
-    for middleware, options in _guards(gateway):
-        app.add_middleware(middleware, **options)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -96,31 +104,33 @@ def create_app(gateway: Gateway) -> ChatFastPath:
 
     # The hot path: a plain route, also reached directly by ChatFastPath (below) without FastAPI's middleware,
     # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
-    # itself and answers every error in OpenAI's shape). The same gateway keys and CORS guard both ways in.
+    # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
-    chat: ASGIApp = _ChatEndpoint(gateway)
-    for middleware, options in _guards(gateway):
-        chat = middleware(chat, **options)
-    return ChatFastPath(app, chat)
+    return _guarded(ChatFastPath(app, _ChatEndpoint(gateway)), gateway)
 
 
-def _guards(gateway: Gateway) -> list[tuple[Any, dict[str, Any]]]:
-    """Gateway keys and CORS as ASGI middleware, innermost first: they wrap every path, the fast one included."""
-    guards: list[tuple[Any, dict[str, Any]]] = []
-    if gateway.config.cors_origins:
-        headers = ["authorization", "content-type", "x-session-id", "x-request-id"]
-        options = {"allow_origins": gateway.config.cors_origins, "allow_methods": ["GET", "POST"]}
-        guards.append((CORSMiddleware, {**options, "allow_headers": headers}))
-    if gateway.config.auth.api_keys:
-        guards.append((ApiKeyMiddleware, {"api_keys": gateway.config.auth.api_keys}))
-    return guards
+def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
+    """Every path behind, outermost first: request id, origin and host checks (before any work); CORS, so that
+    preflights from allowed origins are answered without a key; gateway keys; JSON-only bodies."""
+    config = gateway.config
+    app = JsonBodies(app)
+    if config.auth.api_keys:
+        app = ApiKeyMiddleware(app, config.auth.api_keys)
+    if config.cors_origins:
+        app = CORSMiddleware(
+            app,
+            allow_origins=config.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=CORS_HEADERS,
+            expose_headers=["x-request-id", "mcp-session-id"],
+        )
+    return EdgeGuard(app, config.cors_origins, keyed=bool(config.auth.api_keys))
 
 
 async def _chat(gateway: Gateway, request: Request) -> Response:
     # One pass over the raw headers: Starlette's Headers scans the list per lookup and raises per missing name.
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]}
-    supplied = headers.get("x-request-id", "")
-    request_id = supplied if _REQUEST_ID.fullmatch(supplied) else f"req_{secrets.token_hex(8)}"
+    request_id = request_id_of(request.scope)
     REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
     started = time.perf_counter()
     facts: dict[str, Any] = {"model": None, "provider": None}
@@ -153,6 +163,8 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
+    except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
+        response = JSONResponse(error_body("The client disconnected.", "invalid_request_error"), 499)
     except Exception:
         status, error = _unexpected(request_id)
         response = JSONResponse(error, status)
@@ -240,6 +252,10 @@ def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | Non
     for header in names:
         scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
+            if not _PRINTABLE_ASCII.fullmatch(token.strip()):  # httpx could not send it on
+                raise GatewayError(
+                    400, f"'{header}' must carry a key of printable ASCII characters.", code="invalid_api_key"
+                )
             return token.strip()
     return None
 

@@ -7,10 +7,12 @@ so new OpenAI parameters work without a release. Logic lives elsewhere.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
+from app import strict_json
 from app.redaction import redact
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
@@ -66,7 +68,7 @@ class FunctionDefinition(_Open):
 class ToolDefinition(_Open):
     type: Literal["function"]
     function: FunctionDefinition
-    defer_loading: bool = False
+    defer_loading: StrictBool = False
 
 
 class ToolCallFunction(_Open):
@@ -82,9 +84,21 @@ class ToolCall(_Open):
 
 class Message(_Open):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[Any] | None = None
+    content: str | list[dict[str, Any]] | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _parts(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        """The parts the gateway and its translators read: `text` is text, `image_url` an object with a `url`."""
+        for index, part in enumerate(value if isinstance(value, list) else ()):
+            if "text" in part and not isinstance(part["text"], str):
+                raise ValueError(f"part {index}: 'text' must be a string")
+            image = part.get("image_url")
+            if image is not None and not (isinstance(image, dict) and isinstance(image.get("url"), str)):
+                raise ValueError(f"part {index}: 'image_url' must be an object with a string 'url'")
+        return value
 
     @field_validator("tool_call_id")
     @classmethod
@@ -94,13 +108,40 @@ class Message(_Open):
         return value
 
 
+class StreamOptions(_Open):
+    include_usage: StrictBool | None = None
+
+
 class ChatCompletionRequest(_Open):
+    """Typed are the fields the gateway, or a translator to another provider, reads; the rest passes through."""
+
     model: str = Field(min_length=1)
     messages: list[Message] = Field(min_length=1)
     tools: list[ToolDefinition] | None = None
     stream: StrictBool = False
+    stream_options: StreamOptions | None = None
+    n: StrictInt | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: StrictBool | None = None
+    stop: str | list[str] | None = None
     tool_set: str | None = None
     session_id: str | None = Field(None, min_length=1)  # capped by `max_session_id_chars`, as the header is
+
+    @field_validator("n")
+    @classmethod
+    def _one_choice(cls, value: int | None) -> int | None:
+        if value is not None and value != 1:
+            raise ValueError("must be 1: the gateway runs its tool loop for a single choice")
+        return value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _named_function(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        if isinstance(value, dict) and value.get("type") == "function":
+            function = value.get("function")
+            if not (isinstance(function, dict) and isinstance(function.get("name"), str)):
+                raise ValueError("of type 'function' needs 'function': {\"name\": \"...\"}")
+        return value
 
 
 def parse_chat_request(
@@ -108,7 +149,10 @@ def parse_chat_request(
 ) -> tuple[ChatCompletionRequest, dict[str, Any]]:
     """Decode and validate a request body; return the model and the raw dict for pass-through."""
     try:
-        payload = json.loads(raw_body)
+        payload = strict_json.loads(raw_body)
+    except strict_json.JsonProblem as exc:
+        where = f"'{exc.path}'" if exc.path else "the body"
+        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(payload, dict):
@@ -124,7 +168,7 @@ def parse_chat_request(
     except ValidationError as exc:
         first = exc.errors()[0]
         param = _param_path(first["loc"])
-        detail = str(first["msg"]).removeprefix("Value error, ")
+        detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
         if first["type"] == "missing":
             detail = "is required"
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""

@@ -100,6 +100,7 @@ class Upstream:
     """A scripted upstream: answers each call with the next reply and records what it was sent."""
 
     def __init__(self, router: respx.MockRouter) -> None:
+        self.router = router
         self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[httpx.Headers] = []

@@ -57,6 +57,64 @@ async def test_bad_bodies_are_400(
     assert upstream.requests == []
 
 
+_USER = b'"model": "fast", "messages": [{"role": "user", "content": "x"}]'
+
+
+@pytest.mark.parametrize(
+    ("extra", "param", "words"),
+    [
+        (b'"temperature": NaN', "temperature", "NaN, which is not JSON"),
+        (b'"temperature": Infinity', "temperature", "Infinity"),
+        (b'"logit_bias": {"5": -Infinity}', "logit_bias.5", "-Infinity"),
+        (b'"top_p": 1e999', "top_p", "out of range"),
+        (b'"seed": ' + b"7" * 4301, "seed", "more than 4,300 digits"),
+        (b'"metadata": {"a": "\\ud800"}', "metadata.a", "lone UTF-16 surrogate"),
+        (b'"metadata": {"\\udfff": 1}', "metadata", "key with a lone UTF-16 surrogate"),
+        (b'"user": ' + b"[" * 995 + b"]" * 995, None, "nested more than 128 levels"),
+        (b'"user": ' + b"[" * 200 + b"]" * 200, None, "nested more than 128 levels"),
+        (b'"stream": true, "stream_options": "yes"', "stream_options", "valid dictionary."),
+        (b'"stream_options": [true]', "stream_options", "valid dictionary."),
+        (b'"stream_options": {"include_usage": "yes"}', "stream_options.include_usage", "boolean"),
+        (b'"n": 2', "n", "must be 1"),
+        (b'"n": "1"', "n", "valid integer"),
+        (b'"tools": [{"type": "function", "function": {"name": "f"}, "defer_loading": "yes"}]',
+         "tools[0].defer_loading", "boolean"),
+        (b'"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function"}',
+         "tool_choice", "needs 'function'"),
+        (b'"tool_choice": 5', "tool_choice", "valid string"),
+        (b'"parallel_tool_calls": "no"', "parallel_tool_calls", "boolean"),
+        (b'"stop": 5', "stop", "valid string"),
+    ],
+)  # fmt: skip
+async def test_what_python_tolerates_or_the_gateway_reads_is_400(
+    upstream: Upstream, gateway_factory: Any, extra: bytes, param: str | None, words: str
+) -> None:
+    client, _ = await gateway_factory()
+    body = b"{" + _USER + b", " + extra + b"}"
+    response = await client.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    error = _error(response, 400)
+    assert error["param"] == param and words in error["message"], error
+    assert upstream.requests == []
+
+
+async def test_content_parts_the_translators_read_are_checked(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory()
+    for part, words in (
+        ({"type": "image_url", "image_url": "https://x.example/a.png"}, "'image_url' must be an object"),
+        ({"type": "image_url", "image_url": {"url": 5}}, "'image_url' must be an object"),
+        ({"type": "text", "text": {"a": 1}}, "'text' must be a string"),
+    ):
+        body = chat_body({"role": "user", "content": [{"type": "text", "text": "hi"}, part]})
+        error = _error(await client.post("/v1/chat/completions", json=body), 400)
+        assert error["param"] == "messages[0].content" and "part 1: " + words in error["message"]
+    assert upstream.requests == []
+    upstream.script(completion("ok"))
+    emoji = b'{"model": "fast", "messages": [{"role": "user", "content": "\\ud83d\\ude00 [[[x]]]"}], "n": 1}'
+    fine = await client.post("/v1/chat/completions", content=emoji, headers={"content-type": "application/json"})
+    assert fine.status_code == 200, "a surrogate pair, brackets in text and n=1 are fine"
+    assert upstream.requests[0]["messages"][-1]["content"] == "\U0001f600 [[[x]]]"
+
+
 async def test_huge_payload_is_413(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory(make_config(max_request_bytes=4096))
     response = await client.post("/v1/chat/completions", json=chat_body("x" * 10_000))

@@ -120,3 +120,28 @@ async def test_without_keys_http_serves_proxy_mode_and_says_so(open_gateway: str
             },
         )
         assert not ran.is_error and "JPY" in text(ran)
+
+
+def test_browser_refusals_on_mcp_are_json_rpc_errors(open_gateway: str) -> None:
+    """A loopback gateway without keys, served by uvicorn: a foreign page, a rebound domain and a simple
+    cross-site POST are all refused with a JSON-RPC error, before the MCP front sees them."""
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    port = open_gateway.rsplit(":", 1)[1]
+    refusals = [
+        ({**accept, "origin": "https://evil.example"}, 403),
+        ({**accept, "host": f"rebound.example:{port}", "origin": f"http://rebound.example:{port}"}, 403),
+        ({**accept, "content-type": "text/plain"}, 415),
+    ]
+    for headers, status in refusals:
+        refused = httpx.post(f"{open_gateway}/mcp", content=ping, headers=headers)
+        assert refused.status_code == status, refused.text
+        body = refused.json()
+        assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32600 and body["error"]["message"]
+        assert refused.headers["x-request-id"]
+    rebound_health = httpx.get(f"{open_gateway}/healthz", headers={"host": f"rebound.example:{port}"})
+    assert rebound_health.status_code == 403 and "DNS rebinding" in rebound_health.json()["error"]["message"]
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}}
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+    same_origin = httpx.post(f"{open_gateway}/mcp", content=initialize, headers={**accept, "origin": open_gateway})
+    assert same_origin.status_code == 200 and "serverInfo" in same_origin.text, same_origin.text

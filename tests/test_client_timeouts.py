@@ -1,0 +1,113 @@
+"""Slow clients against `toolsift serve` over real sockets: headers and bodies have deadlines."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.scripted_upstream import free_port
+
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+HEADERS = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    path = tmp_path_factory.mktemp("slow") / "config.json"
+    path.write_text(json.dumps({"client_header_timeout": 1, "client_body_timeout": 1.5}))
+    port = free_port()
+    process = subprocess.Popen(
+        [TOOLSIFT, "serve", "--config", str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("gateway did not start")
+        time.sleep(0.1)
+    yield "127.0.0.1", port
+    process.terminate()
+    process.wait(15)
+
+
+def _trickle(address: tuple[str, int], head: bytes, data: bytes, count: int) -> tuple[float, list[bytes]]:
+    """`count` connections send `head` at once, then `data` a byte at a time, round robin, until the gateway
+    closes each one; returns the seconds that took and what each connection received."""
+    sockets = [socket.create_connection(address) for _ in range(count)]
+    for sock in sockets:
+        sock.sendall(head)
+        sock.setblocking(False)
+    received = [b""] * count
+    open_ = set(range(count))
+    started = time.monotonic()
+    position = 0
+    while open_ and time.monotonic() - started < 20:
+        for index in list(open_):
+            try:
+                chunk = sockets[index].recv(65536)
+                received[index] += chunk
+                if not chunk:
+                    open_.discard(index)
+                    continue
+            except BlockingIOError:
+                pass
+            except ConnectionResetError:
+                open_.discard(index)
+                continue
+            try:
+                sockets[index].send(data[position % len(data) : position % len(data) + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                open_.discard(index)
+        position += 1
+        time.sleep(0.1)
+    for sock in sockets:
+        sock.close()
+    assert not open_, "every slow connection was closed"
+    return time.monotonic() - started, received
+
+
+def test_headers_sent_a_byte_at_a_time_are_cut_off(gateway: tuple[str, int]) -> None:
+    elapsed, received = _trickle(gateway, b"", HEADERS + b"x-slow: " + b"a" * 10_000, 30)
+    assert elapsed < 8, "closed after the 1 s header timeout, not held open"
+    for answer in received:
+        assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
+        assert b'"code": "request_timeout"' in answer and b"did not arrive within" in answer
+    assert httpx.get(f"http://{gateway[0]}:{gateway[1]}/healthz", timeout=2).status_code == 200
+
+
+def test_a_trickling_body_is_cut_off_with_408(gateway: tuple[str, int]) -> None:
+    head = HEADERS + b"content-length: 100000\r\n\r\n"
+    elapsed, received = _trickle(gateway, head, b'{"model": "x", "messages": []}', 10)
+    assert elapsed < 8
+    for answer in received:
+        assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
+        assert b"The request body did not arrive within the gateway's 1.5s limit." in answer
+
+
+def test_a_connection_that_never_sends_is_closed_and_keep_alive_is_not_cut(gateway: tuple[str, int]) -> None:
+    idle = socket.create_connection(gateway, timeout=10)
+    started = time.monotonic()
+    assert idle.recv(100) == b"" and time.monotonic() - started < 8
+    with httpx.Client(base_url=f"http://{gateway[0]}:{gateway[1]}") as client:
+        assert client.get("/healthz").status_code == 200
+        time.sleep(1.5)  # idle between requests is keep-alive's business, not the header timeout's
+        again = client.get("/v1/models")
+        assert again.status_code == 200
+        assert client.post("/v1/chat/completions", json={"model": "x"}).status_code == 400
