@@ -6,6 +6,7 @@ one log line at the end. Every failure is answered in OpenAI's error shape; trac
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -35,6 +36,7 @@ from app.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 from app.streaming import stream_chat
 
 log = logging.getLogger("toolsift.http")
+OFF_LOOP_BODY_BYTES = 256 * 1024
 _PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
@@ -137,7 +139,11 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
     loop: ChatLoop | None = None
     try:
         body = await _read_body(request, headers.get("content-length"), gateway.config.max_request_bytes)
-        chat_request, payload = parse_chat_request(body, gateway.config.max_messages, gateway.config.max_client_tools)
+        limits = (gateway.config.max_messages, gateway.config.max_client_tools)
+        if len(body) > OFF_LOOP_BODY_BYTES:  # decoding and validating a large body takes milliseconds
+            chat_request, payload = await asyncio.to_thread(parse_chat_request, body, *limits)
+        else:
+            chat_request, payload = parse_chat_request(body, *limits)
         facts["model"] = chat_request.model
         client_key = _client_upstream_key(headers, gateway)
         if client_key and any(provider.forward_client_auth for provider in gateway.config.providers.values()):

@@ -84,6 +84,7 @@ _USER = b'"model": "fast", "messages": [{"role": "user", "content": "x"}]'
         (b'"tool_choice": 5', "tool_choice", "valid string"),
         (b'"parallel_tool_calls": "no"', "parallel_tool_calls", "boolean"),
         (b'"stop": 5', "stop", "valid string"),
+        (b'"metadata": {"x": [' + b",".join([b"[]"] * 100_001) + b"]}", None, "more than 100,000 JSON values"),
     ],
 )  # fmt: skip
 async def test_what_python_tolerates_or_the_gateway_reads_is_400(
