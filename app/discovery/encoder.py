@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+# The tokenizer's own thread pool buys nothing for a few texts at a time, and it warns (to stderr) whenever the
+# gateway later forks to start a stdio MCP server.
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 Array = np.ndarray[Any, np.dtype[np.float32]]
 _QKV = ("query", "key", "value")
 
