@@ -23,7 +23,7 @@ import httpx
 
 from app.config import ProviderConfig
 from app.protocol import GatewayError
-from app.providers.transport import upstream_transport
+from app.providers.transport import upstream_client
 
 log = logging.getLogger("toolsift.upstream")
 
@@ -82,12 +82,7 @@ class HttpProvider:
         self._urls: dict[str, httpx.URL] = {}  # parsed once per path: URL parsing showed in per-request profiles
         self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
-        self._client = httpx.AsyncClient(
-            headers={**config.extra_headers, **auth_headers},
-            timeout=timeout,
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-            transport=upstream_transport(),
-        )
+        self._client = upstream_client(headers={**config.extra_headers, **auth_headers}, timeout=timeout)
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
