@@ -4,25 +4,30 @@ httpcore's pool cost about 1 ms of CPU per upstream call, more than everything e
 client is a fraction of that and mature (pooling, happy eyeballs, proxies, TLS, keep-alive edge cases). httpx
 stays the client API (headers, timeouts, content decoding, proxies from the environment, respx in tests).
 
-What this module adds to httpx-aiohttp, each a promise the providers rely on:
+What this module adds to httpx-aiohttp's transport, each a promise the providers rely on:
 - httpx's pool limits hold: `max_connections` in flight, at most `max_keepalive_connections` kept idle;
-- a pooled connection that received bytes while idle (a 408, say) is closed, never reused: the next answer read
+- a pooled connection that received bytes while idle (a 408, say) is closed, not reused: the next answer read
   on it would be those bytes;
 - a POST is never re-sent here: aiohttp retries only idempotent methods, so whether a call is repeated is the
   provider's retry policy alone (a POST that was written may have been billed);
 - the response head must arrive within the read timeout of the request going out, however slowly it drips;
-- aiohttp's errors become the httpx errors that say what happened (a dropped connection is not a timeout).
+- aiohttp's errors become the httpx errors that say what happened (httpx-aiohttp's own mapping calls a dropped
+  connection a timeout);
+- the request goes to aiohttp in one step: httpx's headers as plain pairs (httpx-aiohttp hands over httpx's
+  Headers, which aiohttp then reads item by item, which showed in profiles), URL and timeouts parsed once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import httpx
+import yarl
 from httpx_aiohttp import AiohttpTransport
 
 LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=4.0)
@@ -71,7 +76,8 @@ class _Connector(aiohttp.TCPConnector):
 
 
 class UpstreamTransport(AiohttpTransport):
-    """AiohttpTransport on `_Connector`, with a response-head timeout and errors that name what happened."""
+    """AiohttpTransport (its TLS context, limits and proxy from httpx's options) on `_Connector`, with its own
+    request path: a response-head timeout and errors that name what happened."""
 
     def get_client(self) -> aiohttp.ClientSession:
         connector = _Connector(
@@ -84,42 +90,76 @@ class UpstreamTransport(AiohttpTransport):
         return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        read_timeout = request.extensions.get("timeout", {}).get("read")
+        if not isinstance(self.client, aiohttp.ClientSession):
+            self.client = self.get_client()
+        timeouts = request.extensions.get("timeout", {})
+        read_timeout = timeouts.get("read")
         try:
             async with asyncio.timeout(None) as deadline:
                 token = _head_deadline.set((deadline, read_timeout) if read_timeout is not None else None)
                 try:
-                    response = await super().handle_async_request(request)
+                    response = await self.client.request(
+                        request.method,
+                        _url(str(request.url)),
+                        headers=request.headers.multi_items(),
+                        data=await request.aread() or None,
+                        allow_redirects=False,
+                        auto_decompress=False,  # httpx decodes
+                        timeout=_timeout(timeouts.get("connect"), read_timeout, timeouts.get("pool")),
+                        **self._proxy_options(),
+                    )
                 finally:
                     _head_deadline.reset(token)
         except TimeoutError as exc:
             if not deadline.expired():
                 raise _httpx_error(exc) from exc
             raise httpx.ReadTimeout("Timed out waiting for the upstream's response.") from None
-        except (httpx.HTTPError, aiohttp.ClientError) as exc:
+        except aiohttp.ClientError as exc:
             raise _httpx_error(exc) from exc
-        response.stream = _Body(response.stream)
-        return response
+        return httpx.Response(
+            response.status,
+            headers=response.raw_headers,
+            stream=_Body(response),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1"},
+        )
+
+    def _proxy_options(self) -> dict[str, Any]:
+        if self.proxy is None:
+            return {}
+        auth = aiohttp.BasicAuth(*self.proxy.auth) if self.proxy.auth else None
+        return {"proxy": str(self.proxy.url), "proxy_auth": auth, "proxy_headers": self.proxy.headers}
+
+
+@functools.lru_cache(maxsize=64)
+def _url(url: str) -> yarl.URL:
+    """httpx's URL is already encoded; parsed once per URL (a provider calls a couple)."""
+    return yarl.URL(url, encoded=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(connect: float | None, read: float | None, pool: float | None) -> aiohttp.ClientTimeout:
+    """httpx's timeouts as aiohttp's: `connect` there is the wait for a pooled connection or a new one."""
+    return aiohttp.ClientTimeout(sock_connect=connect, sock_read=read, connect=pool)
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
-            async for chunk in self._inner:
+            async for chunk in self._response.content.iter_any():
                 yield chunk
-        except (httpx.HTTPError, aiohttp.ClientError, TimeoutError) as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise _httpx_error(exc, answering=True) from exc
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        self._response.release()  # back to the pool when the body was read to its end, else closed
 
 
-def _httpx_error(exc: BaseException, answering: bool = False) -> httpx.HTTPError:
-    """The httpx error for an aiohttp failure (httpx-aiohttp's own mapping calls a dropped connection a timeout)."""
-    cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ is not None else exc
+def _httpx_error(cause: BaseException, answering: bool = False) -> httpx.HTTPError:
+    """The httpx error that says what an aiohttp failure was; `answering`: while the body was being read."""
     if isinstance(cause, aiohttp.ConnectionTimeoutError):
         return httpx.ConnectTimeout(f"Timed out connecting to the upstream ({cause}).")
     if isinstance(cause, TimeoutError):
@@ -136,7 +176,7 @@ def _httpx_error(exc: BaseException, answering: bool = False) -> httpx.HTTPError
         return httpx.RemoteProtocolError("The upstream closed the connection before the response ended.")
     if isinstance(cause, aiohttp.ClientConnectionError):
         return httpx.RemoteProtocolError("The upstream closed the connection without answering.")
-    return exc if isinstance(exc, httpx.HTTPError) else httpx.TransportError(str(exc) or type(exc).__name__)
+    return httpx.TransportError(str(cause) or type(cause).__name__)
 
 
 class UpstreamClient(httpx.AsyncClient):
