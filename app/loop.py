@@ -223,12 +223,9 @@ def parse_arguments(call: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     name = _call_name(call)
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        return (
-            {},
-            f"Error: the arguments for '{name}' are not valid JSON ({exc.msg} at position {exc.pos}). "
-            "Call it again with a JSON object.",
-        )
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; integers or nesting beyond what Python parses
+        where = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "too deep or too long"
+        return {}, f"Error: the arguments for '{name}' are not valid JSON ({where}). Call it again with a JSON object."
     if not isinstance(arguments, dict):
         return {}, f"Error: the arguments for '{name}' must be a JSON object, not {type(arguments).__name__}."
     return arguments, None

@@ -1,28 +1,40 @@
 """MCP faults with real processes: a server killed mid-call comes back, a hanging one times out, a huge result is
-cut, and none of it touches requests to other servers."""
+cut, and none of it touches requests to other servers. The upstream is a real one on a loopback socket."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from tests.conftest import SERVERS, Upstream, chat_body, completion, load_example, make_config
+import pytest
+
+from tests.conftest import SERVERS, chat_body, completion, load_example, make_config
+from tests.scripted_upstream import ScriptedUpstream
 from tests.test_refresh import _wait_for
 
 CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
 
 
-def _config(**extra: Any) -> Any:
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ScriptedUpstream]:
+    server = ScriptedUpstream().start()
+    yield server
+    server.stop()
+
+
+def _config(upstream: ScriptedUpstream) -> Any:
     servers = {
         "crashy": {"command": "python", "args": [CRASHY], "tool_timeout": 3},
         "weather": {"command": "unused"},
     }
-    return make_config(mcpServers=servers, tool_sets={}, tool_result_max_chars=5000, **extra)
+    provider = {"base_url": upstream.base_url, "api_key": "sk-test", "max_retries": 0}
+    return make_config(providers={"up": provider}, mcpServers=servers, tool_sets={}, tool_result_max_chars=5000)
 
 
 async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
-    upstream: Upstream, gateway_factory: Any
+    upstream: ScriptedUpstream, gateway_factory: Any
 ) -> None:
-    client, gateway = await gateway_factory(_config(), targets={"weather": load_example("weather").mcp})
+    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
     upstream.script(
         completion(calls=[("crashy__crash", {}), ("weather__get_current_weather", {"city": "Paris"})]),
         completion("the crash was reported"),
@@ -42,8 +54,10 @@ async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
     assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
 
 
-async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(upstream: Upstream, gateway_factory: Any) -> None:
-    client, gateway = await gateway_factory(_config(), targets={"weather": load_example("weather").mcp})
+async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(
+    upstream: ScriptedUpstream, gateway_factory: Any
+) -> None:
+    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
     upstream.script(completion(calls=[("crashy__hang", {})]), completion("done"))
     response = await client.post("/v1/chat/completions", json=chat_body("slow"))
     assert response.status_code == 200

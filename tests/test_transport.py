@@ -1,5 +1,5 @@
-"""The upstream transport on its own: TLS with a certificate made for the test (trusted, then not), compressed
-answers, and the cap on requests in flight."""
+"""The upstream HTTP client over real sockets: TLS with a certificate made for the test (trusted through the
+environment, then not), compressed answers, httpx's pool limits, and a proxy named in the environment."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,9 +19,24 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.providers.transport import LeanTransport, upstream_transport
-from tests.conftest import completion
+from app.providers.transport import upstream_client
+from tests.conftest import chat_body, completion, make_config
 from tests.test_upstream_faults import read_request, serve_raw
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+async def _gateway(gateway_factory: Any, base_url: str) -> Any:
+    provider = {"base_url": base_url, "api_key": "sk-test", "max_retries": 0, "read_timeout": 5.0}
+    client, _ = await gateway_factory(make_config(providers={"up": provider}, mcpServers={}, tool_sets={}), {})
+    return client
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
@@ -48,31 +64,38 @@ def _certificate(directory: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-async def https_upstream(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+async def https_upstream(tmp_path: Path) -> AsyncIterator[tuple[str, Path, Any]]:
     cert_path, key_path = _certificate(tmp_path)
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_context.load_cert_chain(cert_path, key_path)
     upstream = await serve_raw(tls=server_context)
     assert upstream.server is not None
     port = upstream.server.sockets[0].getsockname()[1]
-    yield f"https://localhost:{port}/v1/chat/completions", cert_path
+    yield f"https://localhost:{port}/v1", cert_path, upstream
     upstream.close()
 
 
-async def test_https_with_a_trusted_certificate_and_keep_alive(https_upstream: tuple[str, Path]) -> None:
-    url, cert_path = https_upstream
-    trusted = ssl.create_default_context(cafile=str(cert_path))
-    async with httpx.AsyncClient(transport=LeanTransport(ssl_context=trusted)) as client:
-        for _ in range(2):
-            response = await client.post(url, json={"model": "m", "messages": []})
-            assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "fine"
+async def test_https_with_a_certificate_trusted_through_the_environment(
+    https_upstream: tuple[str, Path, Any], gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, cert_path, upstream = https_upstream
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
+    client = await _gateway(gateway_factory, url)
+    for _ in range(2):
+        response = await client.post("/v1/chat/completions", json=chat_body("x"))
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["message"]["content"] == "fine"
+    assert upstream.connections == 1, "kept alive"
 
 
-async def test_an_untrusted_certificate_is_refused(https_upstream: tuple[str, Path]) -> None:
-    url, _ = https_upstream
-    async with httpx.AsyncClient(transport=LeanTransport(ssl_context=ssl.create_default_context())) as client:
+async def test_an_untrusted_certificate_is_refused(https_upstream: tuple[str, Path, Any], gateway_factory: Any) -> None:
+    url, _, _ = https_upstream
+    client = await _gateway(gateway_factory, url)
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert response.status_code == 502 and response.json()["error"]["code"] == "upstream_unreachable"
+    async with upstream_client() as direct:
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-            await client.post(url, json={"model": "m", "messages": []})
+            await direct.post(url + "/chat/completions", json={})
 
 
 async def test_a_compressed_answer_is_decoded() -> None:
@@ -84,43 +107,66 @@ async def test_a_compressed_answer_is_decoded() -> None:
         await writer.drain()
 
     upstream = await serve_raw(gzipped)
-    async with httpx.AsyncClient(transport=LeanTransport()) as client:
+    async with upstream_client() as client:
         response = await client.post(upstream.url + "/chat/completions", json={})
     upstream.close()
     assert response.json()["choices"][0]["message"]["content"] == "unzipped"
 
 
-async def test_requests_beyond_max_connections_wait_for_a_slot_or_time_out() -> None:
-    in_flight = peak = 0
+async def test_httpx_pool_limits_hold_in_flight_and_idle() -> None:
+    in_flight = peak = open_connections = 0
 
     async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal in_flight, peak
-        while True:
-            await read_request(reader)
-            in_flight += 1
-            peak = max(peak, in_flight)
-            await asyncio.sleep(0.2)
-            in_flight -= 1
-            body = json.dumps(completion("fine")).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
-            await writer.drain()
+        nonlocal in_flight, peak, open_connections
+        open_connections += 1
+        try:
+            while True:
+                await read_request(reader)
+                in_flight += 1
+                peak = max(peak, in_flight)
+                await asyncio.sleep(0.5)
+                in_flight -= 1
+                body = json.dumps(completion("fine")).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+                await writer.drain()
+        finally:
+            open_connections -= 1
 
     upstream = await serve_raw(slow)
     url = upstream.url + "/chat/completions"
-    async with httpx.AsyncClient(transport=LeanTransport(max_connections=2)) as client:
+    limits = httpx.Limits(max_connections=2, max_keepalive_connections=1)
+    async with upstream_client(limits=limits) as client:
         answers = await asyncio.gather(*(client.post(url, json={}) for _ in range(5)))
         assert [a.status_code for a in answers] == [200] * 5 and peak == 2
-        short = httpx.Timeout(5, pool=0.05)
+        await asyncio.sleep(0.3)  # the server sees the surplus connection close
+        assert open_connections == 1, "at most max_keepalive_connections stay open when idle"
+        short = httpx.Timeout(5, pool=0.2)
         results = await asyncio.gather(
             *(client.post(url, json={}, timeout=short) for _ in range(3)), return_exceptions=True
         )
-        assert sum(isinstance(r, httpx.PoolTimeout) for r in results) == 1
+        assert sum(isinstance(r, httpx.TimeoutException) for r in results) == 1, results
     upstream.close()
 
 
-def test_a_proxy_in_the_environment_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    assert isinstance(upstream_transport(), LeanTransport)
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
-    assert upstream_transport() is None, "None: httpx builds its own transport, which honours the proxy"
+async def test_a_proxy_named_in_the_environment_is_used(gateway_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head.split(b"\r\n", 1)[0])
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        body = json.dumps(completion("via the proxy")).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    server = await serve_raw(proxy)
+    monkeypatch.setenv("HTTP_PROXY", server.url.removesuffix("/v1"))
+    client = await _gateway(gateway_factory, "http://upstream.invalid/v1")
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    server.close()
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "via the proxy"
+    assert seen == [b"POST http://upstream.invalid/v1/chat/completions HTTP/1.1"]

@@ -87,7 +87,9 @@ async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 
 async def bad_json(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await read_request(reader)
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\n{not json")
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\n{not json"
+    )
     await writer.drain()
 
 
@@ -143,16 +145,6 @@ async def slow_loris(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
         writer.write(bytes([byte]))
         await writer.drain()
         await asyncio.sleep(0.05)
-
-
-async def one_answer_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Answer once, keep-alive by its headers, then drop the connection when the next request arrives: what a
-    client meets when a server's keep-alive timeout closes the connection as the request goes out."""
-    await read_request(reader)
-    body = json.dumps(completion("fine")).encode()
-    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
-    await writer.drain()
-    await read_request(reader)
 
 
 async def serve_raw(behaviour: Behaviour | None = None, tls: ssl.SSLContext | None = None) -> RawUpstream:
@@ -265,15 +257,79 @@ async def test_sequential_requests_share_one_keep_alive_connection(
     assert raw_upstream.connections == 1
 
 
-async def test_a_reused_connection_dropped_by_the_server_is_replaced_unseen(
+async def test_a_post_that_was_read_is_never_resent_beyond_the_retry_policy(
     raw_upstream: RawUpstream, gateway_factory: Any
 ) -> None:
-    raw_upstream.behaviour = one_answer_per_connection
+    """The upstream reads the whole POST, then closes without a byte of answer: it may have run (and billed) the
+    call, so only the provider's retry policy may send it again; the transport never does, reused connection or
+    not."""
+    received = 0
+
+    async def answer_once_then_swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal received
+        await read_request(reader)
+        received += 1
+        if received == 1:  # one good answer, so that the next request goes out on a reused connection
+            body = json.dumps(completion("fine")).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+            await read_request(reader)
+            received += 1
+
+    raw_upstream.behaviour = answer_once_then_swallow
+    for retries in (0, 2):
+        received = 0
+        provider = {"base_url": raw_upstream.url, "api_key": "k", "max_retries": retries, "retry_base_delay": 0}
+        client, _ = await gateway_factory(make_config(providers={"up": provider}, mcpServers={}, tool_sets={}), {})
+        assert (await client.post("/v1/chat/completions", json=chat_body("x"))).status_code == 200
+        response = await client.post("/v1/chat/completions", json=chat_body("x"))
+        assert response.status_code == 502, response.text
+        assert response.json()["error"]["code"] == "upstream_connection_error"
+        assert "closed the connection without answering" in response.json()["error"]["message"]
+        assert received == 1 + (1 + retries), f"one request per attempt with max_retries={retries}"
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced_unseen(
+    raw_upstream: RawUpstream, gateway_factory: Any
+) -> None:
+    async def close_when_idle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer once with keep-alive headers, then close the idle connection: a server's keep-alive timeout."""
+        await read_request(reader)
+        body = json.dumps(completion("fine")).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        await asyncio.sleep(0.05)
+
+    raw_upstream.behaviour = close_when_idle
     client = await _gateway(raw_upstream, gateway_factory)
     for _ in range(3):
         response = await client.post("/v1/chat/completions", json=chat_body("x"))
         assert response.status_code == 200, response.text
+        await asyncio.sleep(0.4)  # well after the server closed it
     assert raw_upstream.connections == 3
+
+
+async def test_an_idle_connection_that_received_bytes_is_not_reused(
+    raw_upstream: RawUpstream, gateway_factory: Any
+) -> None:
+    async def stray_408(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer, then send an unsolicited 408 on the idle connection and keep it open."""
+        while True:
+            await read_request(reader)
+            body = json.dumps(completion(f"answer on connection {raw_upstream.connections}")).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+
+    raw_upstream.behaviour = stray_408
+    client = await _gateway(raw_upstream, gateway_factory)
+    for number in (1, 2, 3):
+        response = await client.post("/v1/chat/completions", json=chat_body("x"))
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["message"]["content"] == f"answer on connection {number}"
+        await asyncio.sleep(0.4)  # well after the stray 408 arrived
 
 
 async def big_chunked_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

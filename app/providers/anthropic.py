@@ -8,6 +8,7 @@ from typing import Any
 
 from app.config import ProviderConfig
 from app.protocol import GatewayError
+from app.providers.answers import AnthropicEvent, AnthropicMessage
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
 from app.providers.base import HttpProvider, upstream_error
 
@@ -35,12 +36,12 @@ class AnthropicProvider(HttpProvider):
         message = await self.post_json("/messages", to_anthropic(body, self.max_tokens))
         if message.get("type") != "message":
             raise self.invalid_response("a response that is not a message")
-        return from_anthropic(message)
+        return from_anthropic(self.checked(AnthropicMessage, message, "message"))
 
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         translator = StreamTranslator()
         async for event in self.stream_events("/messages", {**to_anthropic(body, self.max_tokens), "stream": True}):
             if event.get("type") == "error":
                 raise self.error_from(502, json.dumps(event).encode())
-            for chunk in translator.chunks(event):
+            for chunk in translator.chunks(self.checked(AnthropicEvent, event, "stream event")):
                 yield chunk

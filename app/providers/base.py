@@ -12,6 +12,7 @@ import contextlib
 import copy
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -20,10 +21,12 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import httpx
+from pydantic import BaseModel
 
 from app.config import ProviderConfig
 from app.protocol import GatewayError
-from app.providers.transport import upstream_transport
+from app.providers.answers import problem
+from app.providers.transport import upstream_client
 
 log = logging.getLogger("toolsift.upstream")
 
@@ -82,12 +85,7 @@ class HttpProvider:
         self._urls: dict[str, httpx.URL] = {}  # parsed once per path: URL parsing showed in per-request profiles
         self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
-        self._client = httpx.AsyncClient(
-            headers={**config.extra_headers, **auth_headers},
-            timeout=timeout,
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-            transport=upstream_transport(),
-        )
+        self._client = upstream_client(headers={**config.extra_headers, **auth_headers}, timeout=timeout)
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -120,10 +118,7 @@ class HttpProvider:
 
     async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._send_with_retries(path, body, stream=False)
-        try:
-            payload = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            payload = None
+        payload = parse_json(response.content)
         if not isinstance(payload, dict):
             raise self.invalid_response("a response that is not a JSON object")
         return payload
@@ -138,10 +133,7 @@ class HttpProvider:
                 data = line[5:].strip()
                 if data == "[DONE]":
                     return
-                try:
-                    event = json.loads(data)
-                except json.JSONDecodeError:
-                    event = None
+                event = parse_json(data)
                 if not isinstance(event, dict):
                     raise self.invalid_response("a malformed stream chunk")
                 yield event
@@ -195,6 +187,13 @@ class HttpProvider:
             raise error
         return response
 
+    def checked(self, shape: type[BaseModel], answer: dict[str, Any], kind: str) -> dict[str, Any]:
+        """`answer` itself once it has `shape` (answers.py), else the 502 that names what is wrong with it."""
+        wrong = problem(shape, answer)
+        if wrong is not None:
+            raise self.invalid_response(f"an invalid {kind} ({wrong})")
+        return answer
+
     def invalid_response(self, what: str) -> GatewayError:
         return GatewayError(
             502, f"Upstream provider '{self.name}' sent {what}.", "upstream_error", code="upstream_invalid_response"
@@ -233,10 +232,8 @@ class HttpProvider:
 def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:
     """Keep the upstream's status, message, type and code; name the provider so the source is clear."""
     message, error_type, code, param = content.decode("utf-8", "replace")[:500] or f"HTTP {status}", None, None, None
-    try:
-        error = json.loads(content).get("error")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        error = None
+    parsed = parse_json(content)
+    error = parsed.get("error") if isinstance(parsed, dict) else None
     if isinstance(error, dict):
         message = str(error.get("message") or message)
         error_type, code, param = error.get("type"), error.get("code"), error.get("param")
@@ -249,3 +246,32 @@ def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:
         param=param if isinstance(param, str) else None,
         code=str(code) if code is not None else None,
     )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"{text} is beyond a double")
+    return number
+
+
+def _escapes_a_surrogate(text: str | bytes) -> bool:
+    if isinstance(text, bytes):
+        return b"\\ud" in text or b"\\uD" in text
+    return "\\ud" in text or "\\uD" in text
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Standard JSON that can be sent on as JSON, or None: no NaN, Infinity or 1e999, no lone surrogates, and
+    nesting or integers beyond what Python parses are invalid too rather than an exception nobody expects."""
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        if _escapes_a_surrogate(text):
+            json.dumps(parsed, ensure_ascii=False).encode()  # fails unless every surrogate is in a pair
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError/EncodeError are ValueErrors
+        return None
+    return parsed

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app.config import ProviderConfig
+from app.providers.answers import Chunk, Completion
 from app.providers.base import HttpProvider
 
 
@@ -16,13 +17,10 @@ class OpenAIProvider(HttpProvider):
         super().__init__(name, config, auth, unset_key_variable)
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        payload = await self.post_json("/chat/completions", body)
-        if not isinstance(payload.get("choices"), list) or not payload["choices"]:
-            raise self.invalid_response("a response that is not a chat completion")
-        return payload
+        return self.checked(Completion, await self.post_json("/chat/completions", body), "chat completion")
 
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         async for chunk in self.stream_events("/chat/completions", body):
             if "error" in chunk:
                 raise self.error_from(502, json.dumps(chunk).encode())
-            yield chunk
+            yield self.checked(Chunk, chunk, "stream chunk")
