@@ -38,9 +38,11 @@ class _Invalid:
         self.problem = problem
 
 
-def loads(raw: bytes, max_values: int = MAX_VALUES) -> Any:
+def loads(raw: bytes | str, max_values: int | None = MAX_VALUES) -> Any:
     """`json.loads`, but a `JsonProblem` for anything standard JSON (RFC 8259) or our encoder cannot carry."""
-    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") > max_values:
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if max_values is not None and raw.count(b",") + raw.count(b"[") + raw.count(b"{") > max_values:
         raise JsonProblem(f"holds more than {max_values:,} JSON values (arrays, objects and list items)")
     invalid: list[_Invalid] = []
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import logging
-import math
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -23,6 +21,7 @@ from typing import Any, Protocol
 import httpx
 from pydantic import BaseModel
 
+from app import strict_json
 from app.config import ProviderConfig
 from app.protocol import GatewayError
 from app.providers.answers import problem
@@ -248,30 +247,11 @@ def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:
     )
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if math.isinf(number):
-        raise ValueError(f"{text} is beyond a double")
-    return number
-
-
-def _escapes_a_surrogate(text: str | bytes) -> bool:
-    if isinstance(text, bytes):
-        return b"\\ud" in text or b"\\uD" in text
-    return "\\ud" in text or "\\uD" in text
-
-
 def parse_json(text: str | bytes) -> Any:
     """Standard JSON that can be sent on as JSON, or None: no NaN, Infinity or 1e999, no lone surrogates, and
     nesting or integers beyond what Python parses are invalid too rather than an exception nobody expects."""
     try:
-        parsed = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-        if _escapes_a_surrogate(text):
-            json.dumps(parsed, ensure_ascii=False).encode()  # fails unless every surrogate is in a pair
-    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError/EncodeError are ValueErrors
+        # No cap on the number of values: a model's text may hold any number of commas and brackets.
+        return strict_json.loads(text, max_values=None)
+    except ValueError:  # JsonProblem, JSONDecodeError and UnicodeDecodeError are ValueErrors
         return None
-    return parsed
