@@ -270,3 +270,31 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
     result = upstream.requests[1]["messages"][-1]["content"]
     assert "weak matches" in result
     assert "notes__create_note" in upstream.tool_names(1)
+
+
+def test_a_clients_own_tools_are_ranked_by_keywords_and_never_embedded(model_dir: Path, tmp_path: Path) -> None:
+    from app.catalog import client_entries
+    from app.protocol import ChatCompletionRequest
+
+    entries = catalog_entries()
+    search = semantic(tmp_path, model_dir)
+    search.ensure_now(entries)
+    calls = search.encoder_calls
+    request = ChatCompletionRequest.model_validate(
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": "x"}],
+            "tools": [
+                {
+                    "type": "function",
+                    "defer_loading": True,
+                    "function": {"name": "send_invoice", "description": "Email an invoice PDF to a customer."},
+                }
+            ],
+        }
+    )
+    group = ManifestGroup("client", "Tools of the calling application", client_entries(request.tools, {}))
+    merged = discovery_for(entries, search).with_group(group)
+    assert names(merged, "send the invoice to a customer", search)[0] == "send_invoice"
+    assert names(merged, "storm warnings", search)[0] == "weather__get_alerts"  # still hybrid for the catalog
+    assert search.encoder_calls == calls  # the client's tool was not embedded

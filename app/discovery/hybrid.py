@@ -2,8 +2,10 @@
 
 score = (1 - w) * lexical / best lexical + w * cosine, where w depends on the query's length: short keyword-like
 queries ("storm warnings", "mkdir") lean on meaning, long task descriptions on words (see SearchParams). Scores of
-every part of a merged index are fused together, so a request's own tools and the shared catalog compare fairly.
-With no keyword match at all, the nearest tools by meaning are still offered, marked weak.
+every part of a merged index are fused together, so a request's own tools and the shared catalog compare fairly;
+a part without vectors (a client's own tools are not embedded) counts the median similarity of the others, so
+its tools rank by their keywords. With no keyword match at all, the nearest tools by meaning are still offered,
+marked weak.
 """
 
 from __future__ import annotations
@@ -33,21 +35,30 @@ class Scored:
 
 def hybrid_rank(
     parts: Sequence[ToolIndex],
-    matrices: Sequence[Array],
+    matrices: Sequence[Array | None],
     text: str,
     required: Sequence[str],
     vector: Array,
     params: SearchParams,
 ) -> Iterator[Scored]:
     lexical = np.concatenate([part.scores(text, required) for part in parts])
-    dense = np.concatenate([matrix @ vector for matrix in matrices]).astype(np.float64)
+    known = [matrix @ vector for matrix in matrices if matrix is not None]
+    fill = float(np.median(np.concatenate(known))) if any(len(row) for row in known) else 0.0
+    dense = np.concatenate(
+        [
+            matrix @ vector if matrix is not None else np.full(len(part.entries), np.nan)
+            for part, matrix in zip(parts, matrices, strict=True)
+        ]
+    ).astype(np.float64)
+    measured = ~np.isnan(dense)
+    dense[~measured] = fill
     entries = [entry for part in parts for entry in part.entries]
     best = float(lexical.max(initial=0.0))
     weak = best <= 0.0
     if weak:
         if required:
             return
-        fused = np.where(dense >= params.weak_match_floor, dense, -np.inf)
+        fused = np.where(measured & (dense >= params.weak_match_floor), dense, -np.inf)
     else:
         weight = params.semantic_weight(len(text.split()))
         fused = (1 - weight) * lexical / best + weight * dense
@@ -55,4 +66,5 @@ def hybrid_rank(
             fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
     candidates = np.flatnonzero(np.isfinite(fused))
     for position in candidates[np.argsort(-fused[candidates], kind="stable")]:
-        yield Scored(entries[position], float(fused[position]), float(lexical[position]), float(dense[position]), weak)
+        similarity = float(dense[position]) if measured[position] else None
+        yield Scored(entries[position], float(fused[position]), float(lexical[position]), similarity, weak)

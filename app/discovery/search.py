@@ -82,7 +82,9 @@ class Discovery:
         entries = [entry for group in groups for entry in group.tools]
         index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params)
         if semantic is not None:
-            semantic.track(entries)
+            # The gateway embeds the tools it serves. A client's own tools, chosen by the caller and different
+            # in every request, are not: embedding them would let any caller spend the gateway's CPU.
+            semantic.track(entry for entry in entries if entry.server is not None)
         by_original: dict[str, list[ToolEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)
@@ -316,8 +318,8 @@ def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterato
     vector = semantic.query_vector(text) if semantic is not None else None
     if semantic is not None and vector is not None:
         matrices = [semantic.matrix(part) for part in parts]
-        if all(matrix is not None for matrix in matrices):
-            return hybrid_rank(parts, [m for m in matrices if m is not None], text, required, vector, parts[0].params)
+        if any(matrix is not None for matrix in matrices):
+            return hybrid_rank(parts, matrices, text, required, vector, parts[0].params)
     return (Scored(entry, score, score) for entry, score in discovery.index.rank(text, required))
 
 

@@ -60,7 +60,7 @@ class SemanticSearch:
         self.reason = ""
         self.backend: Embedder | None = None
         self.cache: VectorCache | None = None
-        self.encoder_calls = 0  # texts sent to the backend, for tests and the start-up log
+        self.encoder_calls = 0  # tool texts sent to the backend (queries not counted), for tests and benches
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Array] = OrderedDict()
         self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
