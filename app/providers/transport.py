@@ -133,8 +133,11 @@ class UpstreamTransport(AiohttpTransport):
 
 @functools.lru_cache(maxsize=64)
 def _url(url: str) -> yarl.URL:
-    """httpx's URL is already encoded; parsed once per URL (a provider calls a couple)."""
-    return yarl.URL(url, encoded=True)
+    """httpx's URL is already encoded; parsed once per URL (a provider calls a couple). Credentials in the URL
+    are left out: httpx has already made them the Authorization header (or the provider set its own), and
+    aiohttp refuses a request that carries both."""
+    parsed = yarl.URL(url, encoded=True)
+    return parsed.with_user(None) if parsed.user is not None or parsed.password is not None else parsed
 
 
 @functools.lru_cache(maxsize=64)
