@@ -1,0 +1,502 @@
+"""Hostile clients, models and upstreams against a running gateway: every probe must end in a clear refusal or
+error within its time bound, without blocking `/healthz` and without growing the gateway's memory.
+
+Starts `toolsift serve` (the demo's MCP servers, discovery and prefetch on, `request_deadline` 5 s, client
+timeouts 2 s / 3 s) in its own process, with a scripted upstream in this process whose behaviour is chosen by the
+request's model name. Another process polls `/healthz` every 20 ms. One row per probe; the exit status is
+non-zero if any row fails.
+
+    python bench/abuse.py [--only WORD]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import demo_config, free_port, start_gateway, wait_until_up
+
+SECRET = "sk-abuse-bench-7f3c9e1d5b"  # the upstream key: no answer may contain it
+URL_SECRET = "urltoken-abuse-4e8a2c"  # a credential inside a provider's base_url
+DEADLINE, HEADER_TIMEOUT, BODY_TIMEOUT = 5.0, 2.0, 3.0
+HEALTHZ_MS, MEMORY_MB, BIG_MEMORY_MB, RESULT_CHARS = 100.0, 20.0, 64.0, 20_000
+CHAT = "/v1/chat/completions"
+JSON = {"content-type": "application/json"}
+HUGE_TEXT = "-" * 40_000 + " " + "y" * 1_000_000
+PLAIN = json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}]})
+
+# What a hostile model sends to search_tools, by model name.
+SEARCH_ARGS: dict[str, dict[str, Any]] = {
+    "search-dashes": {"query": "-" * 40_000},
+    "search-word-dashes": {"query": "a-" * 20_000 + "/" + "-" * 20_000},
+    "search-names": {"tool_names": [f"missing_tool_{i}" for i in range(10_000)]},
+    "search-select": {"query": "select:" + ",".join(f"tool_{i}" for i in range(300_000))},
+    "search-1mb": {"query": "weather forecast " * 62_000},
+}
+# Answers an OpenAI client could not read; each must become a 502 naming what was wrong (streamed: as deltas).
+MALFORMED: list[dict[str, Any]] = [
+    {"choices": ["x"]},
+    {"choices": [None]},
+    {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": "abc"}}]},
+    {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [{"id": "1", "function": "x"}]}}]},
+]
+
+
+def _event(data: Any) -> bytes:
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _completion(message: dict[str, Any]) -> bytes:
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+    return json.dumps(
+        {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [choice]}
+    ).encode()
+
+
+def _search_call(arguments: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": "search_tools", "arguments": json.dumps(arguments)}
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": "s", "type": "function", "function": function}]}
+
+
+class Upstream:
+    """The scripted upstream (raw ASGI): counts the requests it holds open, records the tool results it is sent."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.tool_result_chars: dict[str, int] = {}
+        self.searches = {model: _completion(_search_call(arguments)) for model, arguments in SEARCH_ARGS.items()}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        chunks = [await receive()]
+        while chunks[-1].get("more_body"):
+            chunks.append(await receive())
+        request = json.loads(b"".join(chunk.get("body", b"") for chunk in chunks))
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+        self.open += 1
+        try:
+            await self.answer(request, auth, receive, send)
+        finally:
+            self.open -= 1
+
+    async def answer(self, request: dict[str, Any], auth: str, receive: Any, send: Any) -> None:
+        model, last = request["model"], request["messages"][-1]
+        if last.get("role") == "tool":
+            self.tool_result_chars[model] = len(str(last.get("content")))
+            await _send(send, 200, _completion({"role": "assistant", "content": "done"}))
+        elif model in self.searches:
+            await _send(send, 200, self.searches[model])
+        elif model == "discover":
+            await _send(send, 200, _completion(_search_call({"query": "weather forecast"})))
+        elif model == "echo-401":
+            await _send(send, 401, json.dumps({"error": {"message": f"Incorrect API key provided: {auth}"}}).encode())
+        elif model == "echo-text":
+            await _send(send, 500, f"upstream broke; it was called with {auth}".encode(), b"text/plain")
+        elif model == "echo-midstream":
+            error = {"error": {"message": f"quota exceeded for {auth.removeprefix('Bearer ')}", "type": "x"}}
+            choice = {"index": 0, "delta": {"role": "assistant", "content": "Hi"}}
+            await _stream(send, [_event({"object": "chat.completion.chunk", "choices": [choice]}), _event(error)])
+        elif model.startswith("malformed-"):
+            shape = MALFORMED[int(model.removeprefix("malformed-"))]
+            if not request.get("stream"):
+                await _send(send, 200, json.dumps(shape).encode())
+            else:
+                chunk = json.loads(json.dumps(shape).replace('"message"', '"delta"'))
+                await _stream(send, [_event({"id": "c", "object": "chat.completion.chunk", **chunk})])
+        elif model == "huge":
+            await _send(send, 200, _completion({"role": "assistant", "content": "x" * 20_000_000}))
+        elif model in ("comments", "slow-stream", "hang"):
+            await _dawdle(model, receive, send)
+        else:
+            await _send(send, 200, _completion({"role": "assistant", "content": "ok"}))
+
+
+async def _send(send: Any, status: int, body: bytes, kind: bytes = b"application/json") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", kind)]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _stream(send: Any, events: list[bytes]) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    for event in events:
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _dawdle(model: str, receive: Any, send: Any) -> None:
+    """Until the gateway hangs up: nothing (`hang`), SSE comments only, or a word every half second."""
+    gone = asyncio.ensure_future(receive())  # the body was read: the next message is http.disconnect
+    if model != "hang":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    word = _event({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "word "}}]})
+    while not gone.done():
+        if model != "hang":
+            body = b": still thinking\n\n" if model == "comments" else word
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        await asyncio.wait([gone], timeout=0.5)
+
+
+@dataclass
+class Result:
+    status: str
+    problems: list[str] = field(default_factory=list)
+
+    def expect(self, condition: bool, problem: str) -> Result:
+        if not condition and problem not in self.problems:
+            self.problems.append(problem)
+        return self
+
+
+def judged(outcomes: list[tuple[int, str]], status: int, code: str = "") -> Result:
+    """Every (status, text) must have `status` (and the error `code`); no text may carry a secret."""
+    shown = sorted({str(got) for got, _ in outcomes})
+    result = Result("/".join(shown) + (f" x{len(outcomes)}" if len(outcomes) > 1 else ""))
+    for got, text in outcomes:
+        result.expect(got == status, f"{got}: {text[:100]}")
+        result.expect(code in text, f"no {code}: {text[:100]}")
+        result.expect(SECRET not in text and URL_SECRET not in text, "SECRET LEAKED")
+    return result
+
+
+@dataclass
+class Bench:
+    http: httpx.AsyncClient
+    upstream: Upstream
+    port: int
+
+    async def post(self, content: str, path: str = CHAT, **headers: str) -> tuple[int, str]:
+        response = await self.http.post(path, content=content, headers={**JSON, **headers})
+        return response.status_code, response.text
+
+    async def chat(self, model: str, text: str = "go") -> tuple[int, str]:
+        return await self.post(json.dumps({"model": model, "messages": [{"role": "user", "content": text}]}))
+
+    async def stream(self, model: str, leave: Callable[[str], bool] = lambda text: False) -> tuple[int, str]:
+        """Status and text of a streamed chat; the client hangs up as soon as `leave(text so far)`."""
+        body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+        text = ""
+        async with self.http.stream("POST", CHAT, json=body) as response:
+            async for piece in response.aiter_text():
+                text += piece
+                if leave(text):
+                    break
+        return response.status_code, text
+
+    async def expect(self, requests: list[Awaitable[tuple[int, str]]], status: int, code: str = "") -> Result:
+        return judged([await request for request in requests], status, code)
+
+    async def search(self, model: str) -> Result:
+        result = judged([await self.chat(model)], 200)
+        chars = self.upstream.tool_result_chars.get(model, -1)
+        result.status += f", result {chars:,} chars"
+        return result.expect(0 < chars <= RESULT_CHARS, f"tool result of {chars:,} chars")
+
+    async def mcp_search(self) -> Result:
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{self.port}/mcp"), timeout=30) as client:
+            answer = await client.call_tool("search_tools", {"query": HUGE_TEXT})
+        chars = sum(len(getattr(part, "text", "")) for part in answer.content)
+        return Result(f"result {chars:,} chars").expect(0 < chars <= RESULT_CHARS, f"result of {chars:,} chars")
+
+    async def echo_streamed(self) -> Result:
+        early, late = await self.stream("echo-401"), await self.stream("echo-midstream")
+        result = judged([early], 401).expect(SECRET not in late[1], "SECRET LEAKED")
+        result.status += f" / {late[0]}+error event"
+        return result.expect('"error"' in late[1], "no error event")
+
+    async def malformed(self, streamed: bool) -> Result:
+        """502 `upstream_invalid_response`; streamed, an error event after the first byte counts as well."""
+        models = [f"malformed-{i}" for i in range(len(MALFORMED))]
+        if not streamed:
+            return await self.expect([self.chat(model) for model in models], 502, "upstream_invalid_response")
+        outcomes = [await self.stream(model) for model in models]
+        result = judged(
+            [(502 if got == 200 else got, text) for got, text in outcomes], 502, "upstream_invalid_response"
+        )
+        result.status = " ".join(f"{got}+event" if got == 200 else str(got) for got, _ in outcomes)
+        return result
+
+    async def deadline_streamed(self) -> Result:
+        status, text = await self.stream("comments")
+        keepalives = text.count(": keep-alive")
+        result = judged([(status, text)], 200, "request_deadline")
+        result.status += f"+request_deadline, {keepalives} keep-alives"
+        return result.expect(keepalives >= DEADLINE - 2, "keep-alives missing")
+
+    async def give_up(self, model: str, clients: int = 30) -> Result:
+        request = self.chat if model == "hang" else self.stream
+        waits = [asyncio.wait_for(request(model), 1.5) for _ in range(clients)]
+        outcomes = await asyncio.gather(*waits, return_exceptions=True)
+        gone = sum(isinstance(outcome, TimeoutError) for outcome in outcomes)
+        return Result(f"{gone}/{clients} left at 1.5 s").expect(gone == clients, "some did not wait")
+
+    async def leave_midstream(self, clients: int = 30) -> Result:
+        outcomes = await asyncio.gather(*(self.stream("slow-stream", lambda t: "word" in t) for _ in range(clients)))
+        return Result(f"{clients} left after a chunk").expect(all(s == 200 for s, _ in outcomes), "not 200")
+
+    async def bad_json(self) -> Result:
+        start = PLAIN.removesuffix("}")
+        bodies = [
+            start + ', "metadata": ' + "[" * 5000 + "]" * 5000 + "}",
+            start + ', "max_tokens": ' + "7" * 5000 + "}",
+            start + ', "temperature": NaN}',
+            start.replace('"hi"', '"\\ud800"') + "}",
+            start + ', "stream": true, "stream_options": "x"}',
+            start + ', "n": 2}',
+        ]
+        return await self.expect([self.post(body) for body in bodies], 400, "invalid_request_error")
+
+    async def big_body(self) -> Result:
+        messages = [{"role": "user", "content": f"{i} " + "z" * 8000} for i in range(2000)]
+        return await self.expect([self.post(json.dumps({"model": "plain", "messages": messages}))], 200)
+
+    async def session_ids(self, count: int, length: int, status: int) -> Result:
+        discover = json.dumps({"model": "discover", "messages": [{"role": "user", "content": "go"}]})
+        ids = [f"{i:04d}".ljust(length, "s") for i in range(count)]
+        return await self.expect([self.post(discover, **{"x-session-id": i}) for i in ids], status)
+
+    async def slow_clients(self, body: bool, clients: int = 50) -> Result:
+        host = f"Host: 127.0.0.1:{self.port}\r\n".encode()
+        head, tail = b"", b"GET /healthz HTTP/1.1\r\n" + host + b"X-Pad: " + b"a" * 10_000
+        if body:
+            head = b"POST /v1/chat/completions HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
+            head, tail = head + b"Content-Length: 10000\r\n\r\n", b"{" + b" " * 9999
+        answers = await asyncio.gather(*(drip(self.port, head, tail) for _ in range(clients)))
+        lines = sorted({line for line, _ in answers})
+        result = Result(f"{', '.join(lines)}; all closed by {max(t for _, t in answers):.1f} s")
+        # A reset is a close too: a client still sending when the gateway closes may get RST before the 408.
+        return result.expect(all(" 408 " in line or line == "ConnectionResetError" for line in lines), "not closed")
+
+
+async def drip(port: int, head: bytes, tail: bytes) -> tuple[str, float]:
+    """Send `head`, then `tail` a byte every 50 ms; the first line answered, and when the gateway hung up."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+
+    async def dribble() -> None:
+        writer.write(head)
+        for byte in tail:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    dribbler = asyncio.ensure_future(dribble())
+    try:
+        answer = await asyncio.wait_for(reader.read(), 30)
+    except (ConnectionError, TimeoutError) as exc:
+        answer = type(exc).__name__.encode()
+    dribbler.cancel()
+    writer.close()
+    return answer.split(b"\r\n")[0].decode(errors="replace"), time.monotonic() - started
+
+
+Probe = tuple[str, float, Callable[[], Awaitable[Result]]]
+
+
+def probes(bench: Bench) -> list[Probe]:
+    """Name, time bound in seconds, probe."""
+    b, evil = bench, "https://evil.example"
+    return [
+        ("model: search query of 40,000 '-'", 3, lambda: b.search("search-dashes")),
+        ("model: search query 'a-' x 20,000 + '/-...'", 3, lambda: b.search("search-word-dashes")),
+        ("model: search with 10,000 tool_names", 3, lambda: b.search("search-names")),
+        ("model: search 'select:' + 300,000 names", 3, lambda: b.search("search-select")),
+        ("model: search query of 1 MB", 3, lambda: b.search("search-1mb")),
+        ("/mcp: search_tools query of 1 MB", 5, b.mcp_search),
+        ("prefetch: user message 40,000 '-' + 1 MB", 3, lambda: b.expect([b.chat("plain", HUGE_TEXT)], 200)),
+        ("client: 2,000 messages of 8 KB (16 MB)", 5, b.big_body),
+        ("upstream: echoes the key (401)", 2, lambda: b.expect([b.chat("echo-401")], 401)),
+        ("upstream: echoes the key (text 500)", 2, lambda: b.expect([b.chat("echo-text")], 500)),
+        ("upstream: echoes the key, streamed", 2, b.echo_streamed),
+        ("upstream: key in base_url, unreachable", 2, lambda: b.expect([b.chat("leaky-url")], 502)),
+        ("upstream: 4 malformed answers", 2, lambda: b.malformed(False)),
+        ("upstream: 4 malformed answers, streamed", 2, lambda: b.malformed(True)),
+        ("upstream: 20 MB answer", 5, lambda: b.expect([b.chat("huge")], 200)),
+        ("upstream: only SSE comments, streamed", DEADLINE + 2, b.deadline_streamed),
+        ("upstream: never answers, plain", DEADLINE + 2, lambda: b.expect([b.chat("hang")], 504, "request_deadline")),
+        ("client: 30 give up on a hanging upstream", 3, lambda: b.give_up("hang")),
+        ("client: 30 give up on SSE comments", 3, lambda: b.give_up("comments")),
+        ("client: 30 leave mid-stream", 3, b.leave_midstream),
+        (
+            "client: text/plain body",
+            1,
+            lambda: b.expect([b.post(PLAIN, **{"content-type": "text/plain"})], 415, "unsupported_media_type"),
+        ),
+        ("client: foreign Origin (chat)", 1, lambda: b.expect([b.post(PLAIN, origin=evil)], 403, "origin_not_allowed")),
+        ("client: foreign Origin (/mcp)", 1, lambda: b.expect([b.post("{}", "/mcp", origin=evil)], 403, '"jsonrpc"')),
+        (
+            "client: rebound Host",
+            1,
+            lambda: b.expect([b.post(PLAIN, host=f"evil.example:{b.port}")], 403, "host_not_allowed"),
+        ),
+        ("client: deep/huge int/NaN/surrogate/stream_options/n", 2, b.bad_json),
+        ("client: 50 x 1 MB X-Session-Id", 5, lambda: b.session_ids(50, 1_000_000, 400)),
+        ("client: 300 unique 256-char session ids", 20, lambda: b.session_ids(300, 256, 200)),
+        ("client: 50 send headers a byte at a time", HEADER_TIMEOUT + 2, lambda: b.slow_clients(False)),
+        ("client: 50 send a body a byte at a time", BODY_TIMEOUT + 2, lambda: b.slow_clients(True)),
+    ]
+
+
+POLLER = """
+import http.client, sys, time
+connection = None
+while True:
+    started = time.monotonic()
+    try:
+        connection = connection or http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        ok = response.status == 200 and bool(response.read())
+    except OSError:
+        connection, ok = None, False
+    print(started, time.monotonic(), int(ok), flush=True)
+    time.sleep(0.02)
+"""
+
+
+class HealthPoller:
+    """`/healthz` every 20 ms from its own process (this one is busy being the clients and the upstream), timed
+    on the system's monotonic clock, which both processes share."""
+
+    def __init__(self, port: int) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", POLLER, str(port)], stdout=subprocess.PIPE, text=True)
+        self.polls: list[tuple[float, float, bool]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            started, ended, ok = line.split()
+            self.polls.append((float(started), float(ended), ok == "1"))
+
+    async def worst(self, start: float, end: float) -> tuple[float, bool]:
+        """The slowest poll (seconds) overlapping [start, end] or starting right after, and whether all were 200."""
+        while not self.polls or self.polls[-1][0] < end + 0.03:
+            await asyncio.sleep(0.02)
+        overlapping = [(e - s, ok) for s, e, ok in self.polls if s <= end + 0.03 and e >= start]
+        return max(latency for latency, _ in overlapping), all(ok for _, ok in overlapping)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(5)
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
+
+
+async def run_probe(bench: Bench, poller: HealthPoller, pid: int, probe: Probe) -> list[str]:
+    name, bound, run = probe
+    before, started = rss_mb(pid), time.monotonic()
+    try:
+        result = await run()
+    except Exception as exc:  # a probe that could not finish is a failed row, not a crashed bench
+        result = Result(type(exc).__name__, [f"{type(exc).__name__}: {str(exc)[:100]}"])
+    elapsed = time.monotonic() - started
+    for _ in range(40):  # upstream requests the gateway still holds open after the client is done
+        if bench.upstream.open == 0:
+            break
+        await asyncio.sleep(0.05)
+    result.expect(bench.upstream.open == 0, f"{bench.upstream.open} upstream requests left open")
+    result.expect(elapsed <= bound, f"took {elapsed:.1f} s > {bound:g} s")
+    worst, answered = await poller.worst(started, started + elapsed)
+    result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
+    result.expect(answered, "/healthz did not answer 200")
+    after = rss_mb(pid)
+    allowed = BIG_MEMORY_MB if "MB" in name else MEMORY_MB  # a 16 MB body is held while it is served
+    result.expect(after - before <= allowed, f"memory +{after - before:.0f} MB")
+    verdict = "FAIL: " + "; ".join(result.problems) if result.problems else "ok"
+    return [name, result.status, f"{elapsed:.2f}", f"{worst * 1000:.0f}", f"{before:.0f} -> {after:.0f}", verdict]
+
+
+def gateway_config(upstream_port: int) -> dict[str, Any]:
+    closed = free_port()
+    providers = {
+        "hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET, "max_retries": 0},
+        "leaky": {"base_url": f"http://bench:{URL_SECRET}@127.0.0.1:{closed}/v1", "api_key": SECRET, "max_retries": 0},
+    }
+    return demo_config(
+        providers=providers,
+        default_provider="hostile",
+        models={"leaky-url": {"provider": "leaky", "model": "m"}},
+        tool_discovery={"enabled": True, "max_search_results": 5, "prefetch": 3},
+        request_deadline=DEADLINE,
+        stream_keepalive_seconds=1.0,
+        client_header_timeout=HEADER_TIMEOUT,
+        client_body_timeout=BODY_TIMEOUT,
+    )
+
+
+def print_table(rows: list[list[str]]) -> None:
+    header = ["probe", "status", "time s", "healthz ms", "RSS MB", "verdict"]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * width for width in widths], *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def machine() -> str:
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line), "")
+    return f"{model or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="", help="run only the probes whose name contains this")
+    args = parser.parse_args()
+    upstream, upstream_port, port = Upstream(), free_port(), free_port()
+    server = uvicorn.Server(uvicorn.Config(upstream, port=upstream_port, log_level="warning", lifespan="off"))
+    serving = asyncio.ensure_future(server.serve())
+    log_path = Path(tempfile.mkdtemp(prefix="toolsift-abuse-")) / "gateway.log"
+    with log_path.open("w") as log:
+        gateway, _ = start_gateway(gateway_config(upstream_port), port, dict(os.environ), log)
+    rows: list[list[str]] = []
+    try:
+        await asyncio.to_thread(wait_until_up, f"http://127.0.0.1:{port}/healthz", gateway)
+        poller = HealthPoller(port)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            bench = Bench(http, upstream, port)
+            for _ in range(3):  # warm-up: imports, connections, the search index's first use
+                await bench.chat("discover")
+            start_rss = rss_mb(gateway.pid)
+            for probe in probes(bench):
+                if args.only in probe[0]:
+                    rows.append(await run_probe(bench, poller, gateway.pid, probe))
+            end_rss = rss_mb(gateway.pid)
+        poller.close()
+    finally:
+        gateway.terminate()
+        gateway.wait(15)
+        server.should_exit = True
+        await serving
+    print(f"toolsift under abuse: {machine()}")
+    print(f"each row: its status, within its time bound, /healthz <= {HEALTHZ_MS:g} ms, memory +{MEMORY_MB:g} MB")
+    print(f"(+{BIG_MEMORY_MB:g} MB for 16-20 MB payloads), tool results <= {RESULT_CHARS:,} chars, no secret seen\n")
+    print_table(rows)
+    failed = sum(row[-1] != "ok" for row in rows)
+    print(f"\n{len(rows) - failed}/{len(rows)} ok; gateway RSS {start_rss:.0f} -> {end_rss:.0f} MB; log: {log_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
