@@ -44,13 +44,16 @@ JSON = {"content-type": "application/json"}
 HUGE_TEXT = "-" * 40_000 + " " + "y" * 1_000_000
 PLAIN = json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}]})
 
-# What a hostile model sends to search_tools, by model name.
-SEARCH_ARGS: dict[str, dict[str, Any]] = {
-    "search-dashes": {"query": "-" * 40_000},
-    "search-word-dashes": {"query": "a-" * 20_000 + "/" + "-" * 20_000},
-    "search-names": {"tool_names": [f"missing_tool_{i}" for i in range(10_000)]},
-    "search-select": {"query": "select:" + ",".join(f"tool_{i}" for i in range(300_000))},
-    "search-1mb": {"query": "weather forecast " * 62_000},
+# What a hostile model calls (tool name, raw arguments), by model name.
+CALLS: dict[str, tuple[str, str]] = {
+    "search-dashes": ("search_tools", json.dumps({"query": "-" * 40_000})),
+    "search-word-dashes": ("search_tools", json.dumps({"query": "a-" * 20_000 + "/" + "-" * 20_000})),
+    "search-names": ("search_tools", json.dumps({"tool_names": [f"missing_tool_{i}" for i in range(10_000)]})),
+    "search-select": ("search_tools", json.dumps({"query": "select:" + ",".join(f"t_{i}" for i in range(300_000))})),
+    "search-1mb": ("search_tools", json.dumps({"query": "weather forecast " * 62_000})),
+    "long-name": ("x" * 100_000, "{}"),
+    "nested-arguments": ("weather__get_current_weather", "[" * 100_000),
+    "huge-arguments": ("weather__get_current_weather", json.dumps({"city": "y" * 1_000_000})),
 }
 # Answers an OpenAI client could not read; each must become a 502 naming what was wrong (streamed: as deltas).
 MALFORMED: list[dict[str, Any]] = [
@@ -72,8 +75,8 @@ def _completion(message: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def _search_call(arguments: dict[str, Any]) -> dict[str, Any]:
-    function = {"name": "search_tools", "arguments": json.dumps(arguments)}
+def _call(name: str, arguments: str) -> dict[str, Any]:
+    function = {"name": name, "arguments": arguments}
     return {"role": "assistant", "content": None, "tool_calls": [{"id": "s", "type": "function", "function": function}]}
 
 
@@ -83,7 +86,7 @@ class Upstream:
     def __init__(self) -> None:
         self.open = 0
         self.tool_result_chars: dict[str, int] = {}
-        self.searches = {model: _completion(_search_call(arguments)) for model, arguments in SEARCH_ARGS.items()}
+        self.calls = {model: _completion(_call(*call)) for model, call in CALLS.items()}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -104,10 +107,10 @@ class Upstream:
         if last.get("role") == "tool":
             self.tool_result_chars[model] = len(str(last.get("content")))
             await _send(send, 200, _completion({"role": "assistant", "content": "done"}))
-        elif model in self.searches:
-            await _send(send, 200, self.searches[model])
+        elif model in self.calls:
+            await _send(send, 200, self.calls[model])
         elif model == "discover":
-            await _send(send, 200, _completion(_search_call({"query": "weather forecast"})))
+            await _send(send, 200, _completion(_call("search_tools", json.dumps({"query": "weather forecast"}))))
         elif model == "echo-401":
             await _send(send, 401, json.dumps({"error": {"message": f"Incorrect API key provided: {auth}"}}).encode())
         elif model == "echo-text":
@@ -125,6 +128,8 @@ class Upstream:
                 await _stream(send, [_event({"id": "c", "object": "chat.completion.chunk", **chunk})])
         elif model == "huge":
             await _send(send, 200, _completion({"role": "assistant", "content": "x" * 20_000_000}))
+        elif model == "huge-line":
+            await _stream(send, [b"data: " + b"x" * 20_000_000])
         elif model in ("comments", "slow-stream", "hang"):
             await _dawdle(model, receive, send)
         else:
@@ -205,7 +210,7 @@ class Bench:
     async def expect(self, requests: list[Awaitable[tuple[int, str]]], status: int, code: str = "") -> Result:
         return judged([await request for request in requests], status, code)
 
-    async def search(self, model: str) -> Result:
+    async def tool_call(self, model: str) -> Result:
         result = judged([await self.chat(model)], 200)
         chars = self.upstream.tool_result_chars.get(model, -1)
         result.status += f", result {chars:,} chars"
@@ -235,6 +240,12 @@ class Bench:
         result.status = " ".join(f"{got}+event" if got == 200 else str(got) for got, _ in outcomes)
         return result
 
+    async def huge_line(self) -> Result:
+        status, text = await self.stream("huge-line")
+        result = judged([(502 if status == 200 else status, text)], 502, "error")
+        result.status = f"{status}" + ("+error event" if status == 200 and "error" in text else "")
+        return result
+
     async def deadline_streamed(self) -> Result:
         status, text = await self.stream("comments")
         keepalives = text.count(": keep-alive")
@@ -259,6 +270,9 @@ class Bench:
             start + ', "metadata": ' + "[" * 5000 + "]" * 5000 + "}",
             start + ', "max_tokens": ' + "7" * 5000 + "}",
             start + ', "temperature": NaN}',
+            start + ', "temperature": Infinity}',
+            start + ', "top_p": 1e999}',
+            start + ', "tools": [{"type": "function", "function": {"name": "t"}, "defer_loading": "yes"}]}',
             start.replace('"hi"', '"\\ud800"') + "}",
             start + ', "stream": true, "stream_options": "x"}',
             start + ', "n": 2}',
@@ -314,13 +328,22 @@ Probe = tuple[str, float, Callable[[], Awaitable[Result]]]
 
 def probes(bench: Bench) -> list[Probe]:
     """Name, time bound in seconds, probe."""
-    b, evil = bench, "https://evil.example"
+    b, evil, rebound = bench, "https://evil.example", f"evil.example:{bench.port}"
+
+    def refuse(
+        status: int, code: str, body: str, path: str, headers: dict[str, str]
+    ) -> Callable[[], Awaitable[Result]]:
+        return lambda: b.expect([b.post(body, path, **headers)], status, code)
+
     return [
-        ("model: search query of 40,000 '-'", 3, lambda: b.search("search-dashes")),
-        ("model: search query 'a-' x 20,000 + '/-...'", 3, lambda: b.search("search-word-dashes")),
-        ("model: search with 10,000 tool_names", 3, lambda: b.search("search-names")),
-        ("model: search 'select:' + 300,000 names", 3, lambda: b.search("search-select")),
-        ("model: search query of 1 MB", 3, lambda: b.search("search-1mb")),
+        ("model: search query of 40,000 '-'", 5, lambda: b.tool_call("search-dashes")),
+        ("model: search query 'a-' x 20,000 + '/-...'", 5, lambda: b.tool_call("search-word-dashes")),
+        ("model: search with 10,000 tool_names", 5, lambda: b.tool_call("search-names")),
+        ("model: search 'select:' + 300,000 names", 5, lambda: b.tool_call("search-select")),
+        ("model: search query of 1 MB", 5, lambda: b.tool_call("search-1mb")),
+        ("model: calls a 100,000-char tool name", 5, lambda: b.tool_call("long-name")),
+        ("model: tool arguments '[' x 100,000", 5, lambda: b.tool_call("nested-arguments")),
+        ("model: weather call with a 1 MB city", 5, lambda: b.tool_call("huge-arguments")),
         ("/mcp: search_tools query of 1 MB", 5, b.mcp_search),
         ("prefetch: user message 40,000 '-' + 1 MB", 3, lambda: b.expect([b.chat("plain", HUGE_TEXT)], 200)),
         ("client: 2,000 messages of 8 KB (16 MB)", 5, b.big_body),
@@ -331,6 +354,7 @@ def probes(bench: Bench) -> list[Probe]:
         ("upstream: 4 malformed answers", 2, lambda: b.malformed(False)),
         ("upstream: 4 malformed answers, streamed", 2, lambda: b.malformed(True)),
         ("upstream: 20 MB answer", 5, lambda: b.expect([b.chat("huge")], 200)),
+        ("upstream: 20 MB SSE line, streamed", 5, b.huge_line),
         ("upstream: only SSE comments, streamed", DEADLINE + 2, b.deadline_streamed),
         ("upstream: never answers, plain", DEADLINE + 2, lambda: b.expect([b.chat("hang")], 504, "request_deadline")),
         ("client: 30 give up on a hanging upstream", 3, lambda: b.give_up("hang")),
@@ -339,16 +363,13 @@ def probes(bench: Bench) -> list[Probe]:
         (
             "client: text/plain body",
             1,
-            lambda: b.expect([b.post(PLAIN, **{"content-type": "text/plain"})], 415, "unsupported_media_type"),
+            refuse(415, "unsupported_media_type", PLAIN, CHAT, {"content-type": "text/plain"}),
         ),
-        ("client: foreign Origin (chat)", 1, lambda: b.expect([b.post(PLAIN, origin=evil)], 403, "origin_not_allowed")),
-        ("client: foreign Origin (/mcp)", 1, lambda: b.expect([b.post("{}", "/mcp", origin=evil)], 403, '"jsonrpc"')),
-        (
-            "client: rebound Host",
-            1,
-            lambda: b.expect([b.post(PLAIN, host=f"evil.example:{b.port}")], 403, "host_not_allowed"),
-        ),
-        ("client: deep/huge int/NaN/surrogate/stream_options/n", 2, b.bad_json),
+        ("client: foreign Origin (chat)", 1, refuse(403, "origin_not_allowed", PLAIN, CHAT, {"origin": evil})),
+        ("client: foreign Origin (/mcp)", 1, refuse(403, '"jsonrpc"', "{}", "/mcp", {"origin": evil})),
+        ("client: rebound Host (chat)", 1, refuse(403, "host_not_allowed", PLAIN, CHAT, {"host": rebound})),
+        ("client: rebound Host (/mcp)", 1, refuse(403, '"jsonrpc"', "{}", "/mcp", {"host": rebound})),
+        ("client: 9 bad bodies (depth, 5,000 digits, NaN, ...)", 2, b.bad_json),
         ("client: 50 x 1 MB X-Session-Id", 5, lambda: b.session_ids(50, 1_000_000, 400)),
         ("client: 300 unique 256-char session ids", 20, lambda: b.session_ids(300, 256, 200)),
         ("client: 50 send headers a byte at a time", HEADER_TIMEOUT + 2, lambda: b.slow_clients(False)),
@@ -405,7 +426,9 @@ def rss_mb(pid: int) -> float:
     return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
 
 
-async def run_probe(bench: Bench, poller: HealthPoller, pid: int, probe: Probe) -> list[str]:
+async def run_probe(bench: Bench, poller: HealthPoller, pid: int, probe: Probe, retry: bool = True) -> list[str]:
+    """The probe's row. A row whose only problem is one slow /healthz is run once more and fails only if that is
+    slow too: on a shared machine the gateway (or the poller) can be descheduled for 100 ms without any blocking."""
     name, bound, run = probe
     before, started = rss_mb(pid), time.monotonic()
     try:
@@ -420,13 +443,18 @@ async def run_probe(bench: Bench, poller: HealthPoller, pid: int, probe: Probe) 
     result.expect(bench.upstream.open == 0, f"{bench.upstream.open} upstream requests left open")
     result.expect(elapsed <= bound, f"took {elapsed:.1f} s > {bound:g} s")
     worst, answered = await poller.worst(started, started + elapsed)
-    result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
     result.expect(answered, "/healthz did not answer 200")
     after = rss_mb(pid)
     allowed = BIG_MEMORY_MB if "MB" in name else MEMORY_MB  # a 16 MB body is held while it is served
     result.expect(after - before <= allowed, f"memory +{after - before:.0f} MB")
+    healthz = f"{worst * 1000:.0f}"
+    if worst * 1000 > HEALTHZ_MS:
+        if retry and not result.problems:
+            again = await run_probe(bench, poller, pid, probe, retry=False)
+            return [*again[:3], f"{healthz}, again {again[3]}", *again[4:]]
+        result.expect(False, f"/healthz took {healthz} ms")
     verdict = "FAIL: " + "; ".join(result.problems) if result.problems else "ok"
-    return [name, result.status, f"{elapsed:.2f}", f"{worst * 1000:.0f}", f"{before:.0f} -> {after:.0f}", verdict]
+    return [name, result.status, f"{elapsed:.2f}", healthz, f"{before:.0f} -> {after:.0f}", verdict]
 
 
 def gateway_config(upstream_port: int) -> dict[str, Any]:
@@ -489,7 +517,7 @@ async def main() -> int:
         gateway.wait(15)
         server.should_exit = True
         await serving
-    print(f"toolsift under abuse: {machine()}")
+    print(f"toolsift under abuse: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"each row: its status, within its time bound, /healthz <= {HEALTHZ_MS:g} ms, memory +{MEMORY_MB:g} MB")
     print(f"(+{BIG_MEMORY_MB:g} MB for 16-20 MB payloads), tool results <= {RESULT_CHARS:,} chars, no secret seen\n")
     print_table(rows)
