@@ -412,6 +412,8 @@ class HealthPoller:
     async def worst(self, start: float, end: float) -> tuple[float, bool]:
         """The slowest poll (seconds) overlapping [start, end] or starting right after, and whether all were 200."""
         while not self.polls or self.polls[-1][0] < end + 0.03:
+            if self.process.poll() is not None:
+                raise SystemExit("the /healthz poller stopped")
             await asyncio.sleep(0.02)
         overlapping = [(e - s, ok) for s, e, ok in self.polls if s <= end + 0.03 and e >= start]
         return max(latency for latency, _ in overlapping), all(ok for _, ok in overlapping)
