@@ -48,6 +48,9 @@ class ProviderConfig(_Strict):
     deadline: float = Field(120.0, gt=0, description="seconds for all attempts of one call, backoff included")
     forward_client_auth: bool = False
     max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
+    max_response_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="a larger non-streamed answer (or error body) is a 502, unread"
+    )
     anthropic_version: str = "2023-06-01"
 
     @model_validator(mode="after")

@@ -18,10 +18,12 @@ from enum import Enum
 from typing import Any
 
 from app.mcp.connections import McpManager
+from app.mcp.results import truncate
 from app.providers import Route
 from app.request_tools import RequestTools, ToolKind
 
 NOT_FORWARDED = frozenset({"model", "messages", "tools", "stream", "stream_options", "tool_set", "session_id"})
+MAX_NAME_SHOWN = 128
 ASSISTANT_FIELDS_KEPT = ("reasoning_content", "reasoning", "reasoning_details")
 
 
@@ -163,8 +165,9 @@ class ChatLoop:
                 results[index] = self._refusal(_call_name(call), kind)
         for index, text in zip(pending, await asyncio.gather(*pending.values()), strict=True):
             results[index] = text
+        limit = self.mcp.config.tool_result_max_chars  # every result the model gets, the gateway's own included
         return [
-            {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}
+            {"role": "tool", "tool_call_id": call.get("id", ""), "content": truncate(text or "", limit)}
             for call, text in zip(calls, results, strict=True)
         ]
 
@@ -184,6 +187,7 @@ class ChatLoop:
         return text
 
     def _refusal(self, name: str, kind: ToolKind) -> str:
+        name = name if len(name) <= MAX_NAME_SHOWN else name[:MAX_NAME_SHOWN] + "..."  # a model's name is anything
         if kind is ToolKind.NOT_LOADED:
             return (
                 f"Error: Tool '{name}' is not loaded yet, so it was not run. Call search_tools with "

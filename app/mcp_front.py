@@ -216,7 +216,8 @@ class FrontMiddleware(Middleware):
         except NotFoundError:
             discovery = self.state.discovery
             hint = run_search({"tool_names": [name]}, discovery, lambda _: False, 3).text if discovery else ""
-            return ToolResult(content=f"Error: Unknown tool '{name}'. {hint}".strip(), is_error=True)
+            shown = name if len(name) <= 128 else name[:128] + "..."  # a client's name is anything
+            return ToolResult(content=f"Error: Unknown tool '{shown}'. {hint}".strip(), is_error=True)
 
 
 class Front:

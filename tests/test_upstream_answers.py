@@ -163,3 +163,28 @@ async def test_a_malformed_anthropic_event_ends_the_stream_with_an_error_event(
         "hello there"
     )
     assert items[-1]["error"]["code"] == "upstream_invalid_response" and "delta:" in items[-1]["error"]["message"]
+
+
+async def test_an_answer_larger_than_max_response_bytes_is_a_502(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory()
+    upstream.script(completion("x" * (5 * 1024 * 1024)), completion("ok"))
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert response.status_code == 502, response.text
+    assert response.json()["error"]["code"] == "upstream_response_too_large"
+    assert "max_response_bytes" in response.json()["error"]["message"]
+    assert (await client.post("/v1/chat/completions", json=chat_body("x"))).json()["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "ok",
+    }
+
+
+async def test_every_tool_result_is_bounded_even_an_unknown_tools_name(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    client, _ = await gateway_factory()
+    upstream.script(completion(calls=[("x" * 100_000, {})]), completion("sorry"))
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert response.status_code == 200, response.text
+    result = upstream.requests[1]["messages"][-1]["content"]
+    assert result.startswith("Error: Unknown tool '" + "x" * 128 + "...'")
+    assert len(result) < 2_000

@@ -83,6 +83,7 @@ class HttpProvider:
         self._request_headers: dict[str, str] = {}
         self._urls: dict[str, httpx.URL] = {}  # parsed once per path: URL parsing showed in per-request profiles
         self.retry = RetryPolicy(config.max_retries, config.retry_base_delay, config.retry_max_delay, config.deadline)
+        self.max_response_bytes = config.max_response_bytes
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
         self._client = upstream_client(headers={**config.extra_headers, **auth_headers}, timeout=timeout)
 
@@ -117,7 +118,9 @@ class HttpProvider:
 
     async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._send_with_retries(path, body, stream=False)
-        payload = parse_json(response.content)
+        content = response.content
+        # Decoding a large answer takes milliseconds: off the event loop (the answer is already capped in size).
+        payload = await asyncio.to_thread(parse_json, content) if len(content) > 256 * 1024 else parse_json(content)
         if not isinstance(payload, dict):
             raise self.invalid_response("a response that is not a JSON object")
         return payload
@@ -175,16 +178,44 @@ class HttpProvider:
         url = self._urls.get(path) or self._urls.setdefault(path, httpx.URL(f"{self.base_url}{path}"))
         request = self._client.build_request("POST", url, json=body, headers=self._request_headers)
         try:
-            response = await self._client.send(request, stream=stream)
+            response = await self._client.send(request, stream=True)
+            if not stream or response.status_code >= 400:
+                response = await self._read_capped(response)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from None
         if response.status_code >= 400:
-            content = await response.aread()
-            await response.aclose()
+            content = response.content
             error = self.error_from(response.status_code, content)
             error.retry_after = retry_after_seconds(response.headers)
             raise error
         return response
+
+    async def _read_capped(self, response: httpx.Response) -> httpx.Response:
+        """The whole answer, read up to `max_response_bytes`: a larger one is a 502 before it costs memory and
+        decoding time on the event loop."""
+        content = bytearray()
+        try:
+            async for block in response.aiter_bytes():  # decoded: a compressed bomb is capped as it expands
+                content += block
+                if len(content) > self.max_response_bytes:
+                    raise GatewayError(
+                        502,
+                        f"Upstream provider '{self.name}' sent an answer larger than {self.max_response_bytes:,} "
+                        "bytes (providers.NAME.max_response_bytes).",
+                        "upstream_error",
+                        code="upstream_response_too_large",
+                    )
+        finally:
+            await response.aclose()
+        headers = [(name, value) for name, value in response.headers.multi_items() if name != "content-encoding"]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=httpx.Response(response.status_code, headers=response.headers, content=bytes(content)).content
+            if "content-encoding" in response.headers
+            else bytes(content),
+            request=response.request,
+        )
 
     def checked(self, shape: type[BaseModel], answer: dict[str, Any], kind: str) -> dict[str, Any]:
         """`answer` itself once it has `shape` (answers.py), else the 502 that names what is wrong with it."""
