@@ -353,7 +353,7 @@ def probes(bench: Bench) -> list[Probe]:
         ("upstream: key in base_url, unreachable", 2, lambda: b.expect([b.chat("leaky-url")], 502)),
         ("upstream: 4 malformed answers", 2, lambda: b.malformed(False)),
         ("upstream: 4 malformed answers, streamed", 2, lambda: b.malformed(True)),
-        ("upstream: 20 MB answer", 5, lambda: b.expect([b.chat("huge")], 200)),
+        ("upstream: 20 MB answer", 5, lambda: b.expect([b.chat("huge")], 502, "upstream_response_too_large")),
         ("upstream: 20 MB SSE line, streamed", 5, b.huge_line),
         ("upstream: only SSE comments, streamed", DEADLINE + 2, b.deadline_streamed),
         ("upstream: never answers, plain", DEADLINE + 2, lambda: b.expect([b.chat("hang")], 504, "request_deadline")),

@@ -6,7 +6,10 @@ import contextlib
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -167,3 +170,32 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
 def chat_body(*messages: Any, **extra: Any) -> dict[str, Any]:
     turns = [{"role": "user", "content": m} if isinstance(m, str) else m for m in messages]
     return {"model": "fast", "messages": turns or [{"role": "user", "content": "hi"}], **extra}
+
+
+@contextlib.contextmanager
+def served_gateway(config_path: Path, port: int) -> Iterator[str]:
+    """`toolsift serve` on `config_path` in its own process, as a user runs it; yields its base URL once up."""
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    process = subprocess.Popen(
+        [toolsift, "serve", "--config", str(config_path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("gateway did not start")
+        time.sleep(0.1)
+    try:
+        yield base
+    finally:
+        process.terminate()
+        process.wait(15)

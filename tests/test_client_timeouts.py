@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.conftest import served_gateway
 from tests.scripted_upstream import free_port
 
-TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 HEADERS = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
 
 
@@ -25,26 +21,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
     path = tmp_path_factory.mktemp("slow") / "config.json"
     path.write_text(json.dumps({"client_header_timeout": 1, "client_body_timeout": 1.5}))
     port = free_port()
-    process = subprocess.Popen(
-        [TOOLSIFT, "serve", "--config", str(path), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            raise RuntimeError("gateway did not start")
-        time.sleep(0.1)
-    yield "127.0.0.1", port
-    process.terminate()
-    process.wait(15)
+    with served_gateway(path, port):
+        yield "127.0.0.1", port
 
 
 def _trickle(address: tuple[str, int], head: bytes, data: bytes, count: int) -> tuple[float, list[bytes]]:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +13,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from tests.conftest import SERVERS
+from tests.conftest import SERVERS, served_gateway
 from tests.scripted_upstream import free_port
 from tests.test_mcp_front import ListChanged, text
-
-TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
 
 def _serve(tmp: Path, **extra: Any) -> Iterator[str]:
@@ -35,28 +29,8 @@ def _serve(tmp: Path, **extra: Any) -> Iterator[str]:
     }
     path = tmp / "config.json"
     path.write_text(json.dumps(config))
-    port = free_port()
-    process = subprocess.Popen(
-        [TOOLSIFT, "serve", "--config", str(path), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            raise RuntimeError("gateway did not start")
-        time.sleep(0.1)
-    yield base
-    process.terminate()
-    process.wait(15)
+    with served_gateway(path, free_port()) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
