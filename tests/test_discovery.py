@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -268,3 +269,27 @@ def test_hints_from_config_and_meta_are_searchable() -> None:
 
 def test_a_phone_number_is_not_a_required_word() -> None:
     assert _search({"query": "convert currency for +15551234"})[1][0] == "finance__convert_currency"
+
+
+def test_hostile_queries_cost_time_linear_in_their_size() -> None:
+    """A run of dashes made the path regex quadratic (20,000 characters took seconds, 40,000 half a minute)."""
+    started = time.perf_counter()
+    assert describe_locations("-" * 40_000 + " x") == "-" * 40_000 + " x"
+    describe_locations("a-" * 20_000 + "/" + "-" * 20_000)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_queries_and_name_lists_are_bounded_and_say_so() -> None:
+    text, found = _search({"query": "convert currency " + "-" * 1_000_000})
+    assert "the query was cut to its first 2,000 characters" in text
+    assert found and len(text) < 5_000
+
+    started = time.perf_counter()
+    text, _ = _search({"tool_names": [f"no_such_tool_{i}" for i in range(10_000)]})
+    assert "only the first 64 of 10,000 names were looked at" in text
+    assert text.count("Closest matches") + text.count("Try a 'query'") <= 5
+    text, _ = _search({"query": "select:" + ",".join(f"n{i}" for i in range(300_000))})
+    assert text.count("No tool named") == 64
+    _, found = _search({"tool_names": ["x" * 100_000, "convert_currency"]})
+    assert found == ["finance__convert_currency"]
+    assert time.perf_counter() - started < 5.0
