@@ -133,7 +133,8 @@ class SemanticConfig(_Strict):
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     endpoint: EmbeddingEndpointConfig | None = None
     cache_dir: str | None = None
-    max_tokens: int = Field(128, ge=8, le=512, description="tokens of a tool's text or a query the model reads")
+    max_tokens: int = Field(128, ge=8, le=512, description="tokens of a query the model reads")
+    tool_max_tokens: int = Field(64, ge=8, le=512, description="tokens of a tool's text the model reads")
     weight_short: float = Field(0.8, ge=0, le=1, description="semantic share of the score for short queries")
     weight_long: float = Field(0.2, ge=0, le=1, description="semantic share for long task descriptions")
     short_query_words: int = Field(6, ge=1)

@@ -113,16 +113,19 @@ class BertEncoder:
     def token_count(self, text: str) -> int:
         return len(self.tokenizer.encode(text).ids)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> Array:
-        """Unit vectors for `texts`; texts are batched by length so padding costs little."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32, max_tokens: int | None = None) -> Array:
+        """Unit vectors for `texts`, each read up to `max_tokens` (at most the model's limit); texts are batched
+        by length so padding costs little."""
         result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return result
-        encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        limit = min(max_tokens or self.max_tokens, self.max_tokens)
+        ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+        ids = [tokens if len(tokens) <= limit else [*tokens[: limit - 1], tokens[-1]] for tokens in ids]  # keep [SEP]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            result[chunk] = self._forward([encodings[i].ids for i in chunk])
+            result[chunk] = self._forward([ids[i] for i in chunk])
         return result
 
     def _forward(self, batch: list[list[int]]) -> Array:

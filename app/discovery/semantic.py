@@ -90,7 +90,7 @@ class SemanticSearch:
                         f"model {settings.model!r} not found (run `toolsift models pull {settings.model}` or set "
                         "tool_discovery.semantic.model to a local directory)"
                     )
-                backend = LocalEmbedder(directory, settings.max_tokens)
+                backend = LocalEmbedder(directory, settings.max_tokens, settings.tool_max_tokens)
                 source = f"model {settings.model}"
         except (ModelLoadError, OSError) as exc:
             return self._unavailable(str(exc))
@@ -212,7 +212,7 @@ class SemanticSearch:
         text = text[:MAX_QUERY_CHARS]
         if self.backend is None or not text.strip() or text in self._queries:
             return
-        vector = self.backend.embed([text])[0]
+        vector = self.backend.embed_queries([text])[0]
         with self._lock:
             self._queries[text] = vector
             while len(self._queries) > QUERY_CACHE_SIZE:
