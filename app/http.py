@@ -75,7 +75,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
     async def healthz() -> dict[str, Any]:
         servers = gateway.mcp.health()
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
-        return {"status": "ok" if up else "degraded", "servers": servers}
+        return {"status": "ok" if up else "degraded", "servers": servers, "search": gateway.semantic.status()}
 
     @app.get("/readyz")
     async def readyz() -> Response:

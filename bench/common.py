@@ -23,15 +23,20 @@ def free_port() -> int:
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:
+    """Until `url` answers; a gateway's /healthz until its tools are embedded too, so that no bench measures
+    the background embedding that follows a start."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"process for {url} exited early")
         try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
+            response = httpx.get(url, timeout=1)
+            settled = not url.endswith("/healthz") or response.json().get("search", {}).get("mode") != "embedding"
+            if settled:
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.1)
     raise SystemExit(f"{url} did not come up")
 
 

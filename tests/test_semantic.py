@@ -255,10 +255,12 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
     semantic_config = {"model": str(model_dir), "cache_dir": str(tmp_path)}
     client, gateway = await gateway_factory(make_config(tool_discovery={"semantic": semantic_config}))
     for _ in range(600):
-        if gateway.semantic.state == "ready" and not gateway.semantic._pending and gateway.semantic.cache_vectors:
+        search = (await client.get("/healthz")).json()["search"]
+        if search["mode"] == "hybrid":
             break
+        assert search["mode"] == "embedding"  # keyword search serves while the tools are embedded
         await asyncio.sleep(0.05)
-    assert gateway.semantic.state == "ready", (gateway.semantic.reason, gateway.semantic._pending)
+    assert search["mode"] == "hybrid" and search["pending"] == 0, search
     deferred = [entry for entry in gateway.mcp.catalog.tools.values() if entry.deferred]
     assert gateway.semantic.encoder_calls == len(deferred)  # embedded at start-up, before any request
     upstream.script(

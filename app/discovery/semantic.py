@@ -120,6 +120,19 @@ class SemanticSearch:
             if task is not None:
                 task.cancel()
 
+    def status(self) -> dict[str, object]:
+        """For /healthz: whether search is hybrid yet, and what is still being embedded."""
+        busy = self.state == "loading" or bool(self._pending) or (self._worker is not None and not self._worker.done())
+        mode = {"off": "keywords", "unavailable": "keywords"}.get(self.state, "embedding" if busy else "hybrid")
+        found: dict[str, object] = {
+            "mode": mode,
+            "tool_vectors": len(self.cache_vectors),
+            "pending": len(self._pending),
+        }
+        if self.reason:
+            found["reason"] = self.reason
+        return found
+
     # -- tool vectors -------------------------------------------------------------------------------------
     def track(self, entries: Iterable[ToolEntry]) -> None:
         """Make sure these tools get vectors: queued for the background worker, nothing computed here."""
