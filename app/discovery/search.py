@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
+from app.discovery.describe import describe
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
@@ -218,7 +219,7 @@ def _by_names(
         if not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
-    text = _describe(found, is_loaded) if found else ""
+    text = describe(found, is_loaded) if found else ""
     if missing:
         notes = [
             f"No tool named '{_shown(name)}'{_scope(server)}."
@@ -336,7 +337,7 @@ def _by_query(
             f"tool_names from the manifest.{hint}",
             [],
         )
-    text = _describe(fresh, is_loaded) if fresh else "No new tools found."
+    text = describe(fresh, is_loaded) if fresh else "No new tools found."
     if ranked and ranked[0].weak:
         text = (
             f"No tool matches the words of '{_shown(query)}'; these are the closest by meaning (weak matches: check "
@@ -350,7 +351,7 @@ def _by_query(
 def _by_server(server: str, discovery: Discovery, is_loaded: Callable[[str], bool]) -> SearchOutcome:
     entries = discovery.by_group[server]
     shown = entries[:SEARCH_RESULTS_HARD_CAP]
-    text = _describe(shown, is_loaded)
+    text = describe(shown, is_loaded)
     rest = entries[SEARCH_RESULTS_HARD_CAP:]
     if rest:
         text += (
@@ -358,52 +359,3 @@ def _by_server(server: str, discovery: Discovery, is_loaded: Callable[[str], boo
             "Load them with tool_names."
         )
     return SearchOutcome(text, [entry for entry in shown if not is_loaded(entry.name)])
-
-
-def _describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> str:
-    any_new = False
-    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}:", ""]
-    for entry in entries:
-        origin = f"server: {entry.server}" if entry.server else "client tool"
-        loaded = is_loaded(entry.name)
-        any_new = any_new or not loaded
-        status = "; already loaded" if loaded else ""
-        lines.append(f"- {entry.name} ({origin}{status})")
-        if entry.description:
-            lines.append(f"  {_first_paragraph(entry.description)}")
-        lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
-        lines.append("")
-    lines.append("These tools are now loaded and available to call." if any_new else "These tools were already loaded.")
-    return "\n".join(lines)
-
-
-def _first_paragraph(text: str, limit: int = 300) -> str:
-    paragraph = text.strip().split("\n\n")[0].replace("\n", " ")
-    return paragraph if len(paragraph) <= limit else paragraph[: limit - 3].rstrip() + "..."
-
-
-def parameter_summary(schema: dict[str, Any]) -> str:
-    properties = schema.get("properties") or {}
-    if not properties:
-        return "none"
-    required = set(schema.get("required") or [])
-    parts = []
-    for name, spec in properties.items():
-        kind = _type_name(spec if isinstance(spec, dict) else {})
-        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
-    return ", ".join(parts)
-
-
-def _type_name(spec: dict[str, Any]) -> str:
-    kind = spec.get("type")
-    if isinstance(kind, list):
-        return " | ".join(str(item) for item in kind)
-    if kind:
-        return str(kind)
-    for key in ("anyOf", "oneOf"):
-        options = [_type_name(option) for option in spec.get(key, []) if isinstance(option, dict)]
-        if options:
-            return " | ".join(dict.fromkeys(options))
-    if "enum" in spec:
-        return "enum"
-    return "any"

@@ -1,0 +1,57 @@
+"""How found tools read in a `search_tools` result: name, origin, first paragraph, parameters in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.catalog import ToolEntry
+
+
+def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> str:
+    any_new = False
+    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}:", ""]
+    for entry in entries:
+        origin = f"server: {entry.server}" if entry.server else "client tool"
+        loaded = is_loaded(entry.name)
+        any_new = any_new or not loaded
+        status = "; already loaded" if loaded else ""
+        lines.append(f"- {entry.name} ({origin}{status})")
+        if entry.description:
+            lines.append(f"  {_first_paragraph(entry.description)}")
+        lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
+        lines.append("")
+    lines.append("These tools are now loaded and available to call." if any_new else "These tools were already loaded.")
+    return "\n".join(lines)
+
+
+def _first_paragraph(text: str, limit: int = 300) -> str:
+    paragraph = text.strip().split("\n\n")[0].replace("\n", " ")
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 3].rstrip() + "..."
+
+
+def parameter_summary(schema: dict[str, Any]) -> str:
+    properties = schema.get("properties") or {}
+    if not properties:
+        return "none"
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, spec in properties.items():
+        kind = _type_name(spec if isinstance(spec, dict) else {})
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts)
+
+
+def _type_name(spec: dict[str, Any]) -> str:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(item) for item in kind)
+    if kind:
+        return str(kind)
+    for key in ("anyOf", "oneOf"):
+        options = [_type_name(option) for option in spec.get(key, []) if isinstance(option, dict)]
+        if options:
+            return " | ".join(dict.fromkeys(options))
+    if "enum" in spec:
+        return "enum"
+    return "any"
