@@ -186,10 +186,13 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     guard_secrets(config.secrets())
     manager = McpManager(config)
+    semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
+    await semantic.start()  # as in the gateway: keyword search at once, hybrid once the tools are embedded
     await manager.start()
     try:
         mode = args.mode or config.mcp_front.mode
         front = Front()
+        front.semantic = semantic
         try:
             front.populate(manager, config, mode, args.tool_set)
         except GatewayError as exc:
@@ -199,6 +202,7 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
         await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
         return 0
     finally:
+        await semantic.aclose()
         await manager.stop()
 
 

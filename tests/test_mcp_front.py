@@ -152,3 +152,16 @@ async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
             assert "neon" in text(ran)
     finally:
         await manager.stop()
+
+
+async def test_the_stdio_front_finds_by_meaning_once_its_tools_are_embedded(front_config: Path) -> None:
+    """Keyword search finds nothing for "write down a reminder"; the front's search turns hybrid by itself."""
+    async with front(front_config, "--mode", "proxy") as client:
+        for _ in range(120):
+            found = text(await client.call_tool("search_tools", {"query": "write down a reminder"}))
+            if "weak matches" in found:
+                break
+            assert found.startswith("No tools found matching")  # keywords only, while the model loads
+            await asyncio.sleep(0.5)
+        first = next(line for line in found.splitlines() if line.startswith("- "))
+        assert first.startswith("- notes__create_note"), found
