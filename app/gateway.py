@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import redaction
+from app.catalog import select_mcp_tools
 from app.config import Config
 from app.discovery.search import MAX_QUERY_CHARS
 from app.discovery.semantic import SemanticSearch
@@ -42,13 +43,16 @@ class Gateway:
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
         await self.mcp.start()
-        self._embed_deferred()
-        self.mcp.listeners.append(self._embed_deferred)
+        self._prepare_discovery()
+        self.mcp.listeners.append(self._prepare_discovery)
         self.started = True
 
-    def _embed_deferred(self) -> None:
-        """Queue the deferred tools for embedding now, not at the first request that searches them."""
-        self.semantic.track(entry for entry in self.mcp.catalog.tools.values() if entry.deferred)
+    def _prepare_discovery(self) -> None:
+        """Build the index and manifest (and queue the tools for embedding) now, at start-up or after a catalog
+        change, rather than in the first request that needs them (a few hundred ms on 2 cores)."""
+        catalog = self.mcp.catalog
+        deferred = [entry for entry in select_mcp_tools(catalog, self.config, None) if entry.deferred]
+        self.discovery.get(catalog, None, deferred)
 
     async def stop(self) -> None:
         await self.semantic.aclose()
