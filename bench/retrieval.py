@@ -9,7 +9,8 @@ the first run embeds the tools (timed as build_s), later runs read the vector ca
     python bench/retrieval.py [--data FILE ...] [--json]
 
 Default data: bench/data/tool_retrieval_dev.json (long task queries) and short_queries_dev.json (short queries).
-With --json, one object per data file and line: overall, by_part, lexical, semantic, baseline.
+With --json, one object per data file and line (overall, by_part, lexical, semantic, baseline); without --data,
+only the long task queries, so the output stays one object.
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ def main() -> None:
     semantic = SemanticSearch(SemanticConfig(), ROOT)
     if not semantic.load():
         print(f"note: semantic search unavailable ({semantic.reason}); toolsift = keywords only", file=sys.stderr)
-    for path in args.data or DEFAULT_DATA:
+    # --json alone keeps its one-object shape: the long task queries; name --data for the other file.
+    for path in args.data or (DEFAULT_DATA[:1] if args.json else DEFAULT_DATA):
         if not path.exists():
             raise SystemExit(f"no data file at {path}; pass --data FILE")
         run(path, semantic if semantic.state == "ready" else None, args.json)
