@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from app.discovery.search import shown_name
 from app.mcp.connections import McpManager
 from app.mcp.results import truncate
 from app.providers import Route
 from app.request_tools import RequestTools, ToolKind
 
 NOT_FORWARDED = frozenset({"model", "messages", "tools", "stream", "stream_options", "tool_set", "session_id"})
-MAX_NAME_SHOWN = 128
 ASSISTANT_FIELDS_KEPT = ("reasoning_content", "reasoning", "reasoning_details")
 
 
@@ -187,7 +187,7 @@ class ChatLoop:
         return text
 
     def _refusal(self, name: str, kind: ToolKind) -> str:
-        name = name if len(name) <= MAX_NAME_SHOWN else name[:MAX_NAME_SHOWN] + "..."  # a model's name is anything
+        name = shown_name(name)  # a model's name is anything
         if kind is ToolKind.NOT_LOADED:
             return (
                 f"Error: Tool '{name}' is not loaded yet, so it was not run. Call search_tools with "

@@ -32,7 +32,7 @@ from pydantic import PrivateAttr
 from app.auth import ANONYMOUS, identity_of
 from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
-from app.discovery.search import Discovery, prepare_query, run_search
+from app.discovery.search import Discovery, prepare_query, run_search, shown_name
 from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
 from app.redaction import redact
@@ -216,8 +216,8 @@ class FrontMiddleware(Middleware):
         except NotFoundError:
             discovery = self.state.discovery
             hint = run_search({"tool_names": [name]}, discovery, lambda _: False, 3).text if discovery else ""
-            shown = name if len(name) <= 128 else name[:128] + "..."  # a client's name is anything
-            return ToolResult(content=f"Error: Unknown tool '{shown}'. {hint}".strip(), is_error=True)
+            text = f"Error: Unknown tool '{shown_name(name)}'. {hint}".strip()  # a client's name is anything
+            return ToolResult(content=text, is_error=True)
 
 
 class Front:

@@ -222,7 +222,7 @@ def _by_names(
     text = describe(found, is_loaded) if found else ""
     if missing:
         notes = [
-            f"No tool named '{_shown(name)}'{_scope(server)}."
+            f"No tool named '{shown_name(name)}'{_scope(server)}."
             + (_closest(name, server, discovery) if position < MAX_SUGGESTED else "")
             for position, name in enumerate(missing)
         ]
@@ -230,7 +230,8 @@ def _by_names(
     return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
 
 
-def _shown(name: str) -> str:
+def shown_name(name: str) -> str:
+    """A name (or query) as quoted back in a result: anyone can send a megabyte of one."""
     return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "..."
 
 
@@ -333,15 +334,15 @@ def _by_query(
     if not fresh and not already:
         hint = f" Servers: {', '.join(discovery.by_group)}." if discovery.by_group else ""
         return SearchOutcome(
-            f"No tools found matching '{_shown(query)}'{_scope(server)}. Try other keywords, a server_name, or "
+            f"No tools found matching '{shown_name(query)}'{_scope(server)}. Try other keywords, a server_name, or "
             f"tool_names from the manifest.{hint}",
             [],
         )
     text = describe(fresh, is_loaded) if fresh else "No new tools found."
     if ranked and ranked[0].weak:
         text = (
-            f"No tool matches the words of '{_shown(query)}'; these are the closest by meaning (weak matches: check "
-            f"that one fits before calling it, or search again with other words).\n\n{text}"
+            f"No tool matches the words of '{shown_name(query)}'; these are the closest by meaning (weak matches: "
+            f"check that one fits before calling it, or search again with other words).\n\n{text}"
         )
     if already:
         text += f"\nAlready loaded (call directly): {', '.join(entry.name for entry in already)}."
