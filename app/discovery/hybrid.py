@@ -42,8 +42,6 @@ def hybrid_rank(
     params: SearchParams,
 ) -> Iterator[Scored]:
     lexical = np.concatenate([part.scores(text, required) for part in parts])
-    known = [matrix @ vector for matrix in matrices if matrix is not None]
-    fill = float(np.median(np.concatenate(known))) if any(len(row) for row in known) else 0.0
     dense = np.concatenate(
         [
             matrix @ vector if matrix is not None else np.full(len(part.entries), np.nan)
@@ -51,7 +49,7 @@ def hybrid_rank(
         ]
     ).astype(np.float64)
     measured = ~np.isnan(dense)
-    dense[~measured] = fill
+    dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
     entries = [entry for part in parts for entry in part.entries]
     best = float(lexical.max(initial=0.0))
     weak = best <= 0.0

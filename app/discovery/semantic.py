@@ -64,6 +64,7 @@ class SemanticSearch:
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Array] = OrderedDict()
         self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
+        self._keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
         self._pending: dict[str, str] = {}
         self._worker: asyncio.Task[None] | None = None
         self._loading: asyncio.Task[None] | None = None
@@ -206,7 +207,9 @@ class SemanticSearch:
         if found is not None or self.backend is None:
             return found
         vectors = self.cache_vectors
-        keys = [text_key(self.backend.key, tool_text(entry)) for entry in index.entries]
+        keys = self._keys.get(index)
+        if keys is None:  # hashed once per index, not in every search while its tools are still being embedded
+            keys = self._keys[index] = [text_key(self.backend.key, tool_text(entry)) for entry in index.entries]
         if not all(key in vectors for key in keys):
             return None
         matrix = np.stack([vectors[key] for key in keys]) if keys else np.zeros((0, 1), dtype=np.float32)
