@@ -145,10 +145,9 @@ def run_search(
     if problem:
         return SearchOutcome(f"Error: {problem}", [])
     notes: list[str] = []
-    query = (query or "").strip() or None
-    if query is not None and len(query) > MAX_QUERY_CHARS:
+    if query is not None and len(query.strip()) > MAX_QUERY_CHARS:
         notes.append(f"Note: the query was cut to its first {MAX_QUERY_CHARS:,} characters.")
-        query = query[:MAX_QUERY_CHARS]
+    query = _clean_query(query or "") or None
     server = (server or "").strip()[:MAX_NAME_CHARS] or None
     names = [name.strip() for name in names or [] if name.strip()] or None
     if query is None and server is None and names is None:
@@ -188,6 +187,10 @@ def _search(
         return _by_query(query, server, discovery, is_loaded, limit)
     assert server is not None
     return _by_server(server, discovery, is_loaded)
+
+
+def _clean_query(query: str) -> str:
+    return query.strip()[:MAX_QUERY_CHARS]
 
 
 def _check_types(query: Any, server: Any, names: Any) -> str | None:
@@ -310,7 +313,7 @@ async def prepare_query(discovery: Discovery | None, query: Any) -> None:
     """Compute a keyword query's vector off the event loop before the (synchronous) search that uses it."""
     if discovery is None or discovery.semantic is None or not isinstance(query, str):
         return
-    query = query.strip()[:MAX_QUERY_CHARS]
+    query = _clean_query(query)  # exactly as run_search will see it, so the vector is found
     if query and not query.lower().startswith("select:"):
         await discovery.semantic.prepare(_query_words(query)[0])
 
