@@ -7,7 +7,6 @@ from typing import Any
 from app import redaction
 from app.catalog import select_mcp_tools
 from app.config import Config
-from app.discovery.search import MAX_QUERY_CHARS
 from app.discovery.semantic import SemanticSearch
 from app.mcp.connections import McpManager
 from app.observability import Metrics, guard_secrets
@@ -68,6 +67,6 @@ class Gateway:
             tools.load(await self.sessions.tools(session))
         discovery = self.config.tool_discovery
         if discovery.prefetch:
-            await tools.prepare(latest_user_text(request.messages)[:MAX_QUERY_CHARS])
+            await tools.prepare(latest_user_text(request.messages))
             tools.prefetch(latest_user_text(request.messages), discovery.prefetch, discovery.prefetch_min_match)
         return tools

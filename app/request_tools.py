@@ -14,7 +14,7 @@ from typing import Any
 from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
 from app.config import Config
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
-from app.discovery.search import MAX_QUERY_CHARS, Discovery, SearchOutcome, prepare_query, run_search, scored_tools
+from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.protocol import ChatCompletionRequest
 
@@ -118,7 +118,7 @@ class RequestTools:
         at least `min_match` of the best possible score: when the match is clear it saves a search round."""
         if self.discovery is None or count <= 0 or not text:
             return []
-        text = text[:MAX_QUERY_CHARS]
+        text = clean_query(text)
         best = self.discovery.index.best_possible(text)
         ranked = scored_tools(self.discovery, text, None, count, self.is_loaded)
         self.prefetched = self.load(found.entry.name for found in ranked if best and found.lexical / best >= min_match)

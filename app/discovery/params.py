@@ -57,3 +57,6 @@ class SearchParams:
 
 
 DEFAULT_PARAMS = SearchParams()
+# A query is read up to this many characters, by both sides: a hostile one then costs what a long honest one does,
+# and the encoder reads 128 tokens anyway.
+MAX_QUERY_CHARS = 2000

@@ -19,12 +19,11 @@ from app.discovery.describe import describe
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
-from app.discovery.params import DEFAULT_PARAMS, SearchParams
+from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 from app.discovery.semantic import SemanticSearch
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
 # What a search looks at is bounded, so a hostile query or name list costs the same as a long honest one.
-MAX_QUERY_CHARS = 2000
 MAX_NAMES = 64
 MAX_NAME_CHARS = 128
 MAX_SUGGESTED = 5  # missing names that get "closest matches" (each compares against every tool name)
@@ -147,7 +146,7 @@ def run_search(
     notes: list[str] = []
     if query is not None and len(query.strip()) > MAX_QUERY_CHARS:
         notes.append(f"Note: the query was cut to its first {MAX_QUERY_CHARS:,} characters.")
-    query = _clean_query(query or "") or None
+    query = clean_query(query or "") or None
     server = (server or "").strip()[:MAX_NAME_CHARS] or None
     names = [name.strip() for name in names or [] if name.strip()] or None
     if query is None and server is None and names is None:
@@ -189,7 +188,8 @@ def _search(
     return _by_server(server, discovery, is_loaded)
 
 
-def _clean_query(query: str) -> str:
+def clean_query(query: str) -> str:
+    """A query as every search reads it (and its vector is looked up by): trimmed and capped."""
     return query.strip()[:MAX_QUERY_CHARS]
 
 
@@ -313,7 +313,7 @@ async def prepare_query(discovery: Discovery | None, query: Any) -> None:
     """Compute a keyword query's vector off the event loop before the (synchronous) search that uses it."""
     if discovery is None or discovery.semantic is None or not isinstance(query, str):
         return
-    query = _clean_query(query)  # exactly as run_search will see it, so the vector is found
+    query = clean_query(query)  # exactly as the search will read it, so the vector is found
     if query and not query.lower().startswith("select:"):
         await discovery.semantic.prepare(_query_words(query)[0])
 

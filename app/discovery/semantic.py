@@ -31,6 +31,7 @@ from app.discovery.embeddings import (
 )
 from app.discovery.encoder import Array, ModelLoadError
 from app.discovery.models import find_model, toolsift_home
+from app.discovery.params import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from app.config import SemanticConfig
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolsift.semantic")
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
 QUERY_CACHE_SIZE = 1024
-MAX_QUERY_CHARS = 2000  # the encoder reads 128 tokens; longer text only costs tokenizer time
 State = Literal["off", "loading", "ready", "unavailable"]
 
 
