@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Config, ConfigError, load_config
-from app.observability import configure_logging
+from app.server.observability import configure_logging
 
 DEFAULT_CONFIG = "config.json"
 
@@ -105,7 +105,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
             "keys and MCP servers. Set auth.api_keys in the config.",
             args.host,
         )
-    from app.client_timeouts import TimedHttpProtocol
+    from app.server.client_timeouts import TimedHttpProtocol
 
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)
     options: dict[str, Any] = {
@@ -135,7 +135,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The app of one worker process (`serve --workers N`)."""
-    from app.client_timeouts import TimedHttpProtocol
+    from app.server.client_timeouts import TimedHttpProtocol
 
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = _load_or_exit(os.environ["TOOLSIFT_CONFIG"])
@@ -144,8 +144,8 @@ def worker_app() -> Any:
 
 
 def _app(config: Config) -> Any:
-    from app.gateway import Gateway
-    from app.http import create_app
+    from app.engine.gateway import Gateway
+    from app.server.app import create_app
 
     return create_app(Gateway(config))
 

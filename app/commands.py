@@ -17,15 +17,15 @@ from typing import Any
 import httpx
 
 from app import tokens
-from app.catalog import Catalog, ToolEntry, select_mcp_tools
 from app.config import Config
 from app.discovery import models as model_store
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.mcp.connections import McpManager, ServerState
-from app.observability import guard_secrets
-from app.protocol import ChatCompletionRequest, GatewayError
-from app.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
+from app.engine.catalog import Catalog, ToolEntry, select_mcp_tools
+from app.engine.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
+from app.fronts.chat_completions import ChatCompletionRequest, GatewayError
+from app.mcp.client.connections import McpManager, ServerState
+from app.server.observability import guard_secrets
 
 
 @asynccontextmanager
@@ -181,7 +181,7 @@ def models(config: Config, args: argparse.Namespace) -> int:
 
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
-    from app.mcp_front import Front
+    from app.mcp.front.server import Front
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     guard_secrets(config.secrets())

@@ -30,11 +30,11 @@ from rank_bm25 import BM25Okapi
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.catalog import build_catalog  # noqa: E402
 from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
-from app.request_tools import mcp_groups  # noqa: E402
+from app.engine.catalog import build_catalog  # noqa: E402
+from app.engine.request_tools import mcp_groups  # noqa: E402
 from bench.common import percentile  # noqa: E402
 
 DATA = ROOT / "bench" / "data"

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import tokens  # noqa: E402
-from app.catalog import build_catalog  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
-from app.protocol import ChatCompletionRequest  # noqa: E402
-from app.request_tools import DiscoveryCache, prepare_request_tools  # noqa: E402
+from app.engine.catalog import build_catalog  # noqa: E402
+from app.engine.request_tools import DiscoveryCache, prepare_request_tools  # noqa: E402
+from app.fronts.chat_completions import ChatCompletionRequest  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 REQUEST = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user", "content": "hi"}]})

@@ -20,8 +20,8 @@ import pytest
 import respx
 
 from app.config import Config, parse_config
-from app.gateway import Gateway
-from app.http import create_app
+from app.engine.gateway import Gateway
+from app.server.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 

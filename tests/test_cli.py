@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from app.catalog import build_catalog
 from app.config import load_config
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
-from app.request_tools import mcp_groups
+from app.engine.catalog import build_catalog
+from app.engine.request_tools import mcp_groups
 from tests.conftest import ROOT, SERVERS, load_example
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")

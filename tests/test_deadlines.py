@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 from fastmcp import FastMCP
 
-from app.gateway import Gateway
-from app.http import create_app
+from app.engine.gateway import Gateway
+from app.server.app import create_app
 from tests.conftest import chat_body, completion, make_config
 from tests.scripted_upstream import free_port
 

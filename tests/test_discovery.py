@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from app import tokens
-from app.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
 from app.discovery.index import describe_locations, tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
-from app.protocol import GatewayError
-from app.request_tools import mcp_groups
+from app.engine.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
+from app.engine.request_tools import mcp_groups
+from app.fronts.chat_completions import GatewayError
 from tests.conftest import make_config
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.http import create_app
+from app.server.app import create_app
 from tests.conftest import Upstream, chat_body, completion, make_config
 
 CHAT = "/v1/chat/completions"

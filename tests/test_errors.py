@@ -271,7 +271,7 @@ async def test_models_lists_aliases(gateway_factory: Any) -> None:
 async def test_gateway_bug_is_500_with_request_id_and_no_traceback(
     upstream: Upstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from app.loop import ChatLoop
+    from app.engine.loop import ChatLoop
 
     async def broken(self: Any, payload: Any) -> Any:
         raise KeyError("internal detail")

@@ -130,8 +130,8 @@ async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(fron
 
 async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     from app.config import parse_config
-    from app.mcp.connections import McpManager
-    from app.mcp_front import Front
+    from app.mcp.client.connections import McpManager
+    from app.mcp.front.server import Front
     from tests.test_refresh import _growing_server, _wait_for
 
     config = parse_config({"mcpServers": {"lab": {"command": "unused", "defer_loading": True}}}, environ={})

@@ -142,8 +142,8 @@ async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
     from fastmcp import Client
 
     from app.config import parse_config
-    from app.mcp.connections import McpManager
-    from app.mcp_front import Front
+    from app.mcp.client.connections import McpManager
+    from app.mcp.front.server import Front
     from tests.conftest import load_example
 
     config = parse_config({"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}}, environ={})

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.config import ConfigError, parse_config
-from app.observability import JsonFormatter
+from app.server.observability import JsonFormatter
 from tests.conftest import Upstream, chat_body, completion, make_config
 
 

@@ -16,7 +16,7 @@ import pytest
 from fastmcp import FastMCP
 
 from app.config import parse_config
-from app.observability import JsonFormatter, TextFormatter
+from app.server.observability import JsonFormatter, TextFormatter
 from tests.conftest import UPSTREAM, Upstream, chat_body, completion, make_config
 from tests.scripted_upstream import free_port
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import mcp_types
 
-from app.auth import ANONYMOUS
-from app.mcp.results import result_text
-from app.sessions import SessionKey, SessionStore
+from app.engine.sessions import SessionKey, SessionStore
+from app.mcp.client.results import result_text
+from app.server.auth import ANONYMOUS
 
 
 def _result(*content: object, structured: object = None, error: bool = False) -> mcp_types.CallToolResult:

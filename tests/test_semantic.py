@@ -15,13 +15,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from app.catalog import ToolEntry, build_catalog
 from app.config import SemanticConfig, parse_config
 from app.discovery import models
 from app.discovery.embeddings import EmbeddingError, EndpointEmbedder
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
+from app.engine.catalog import ToolEntry, build_catalog
 from tests.conftest import GatewayFactory, Upstream, chat_body, completion, make_config
 
 TOOLS = {
@@ -275,8 +275,8 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
 
 
 def test_a_clients_own_tools_are_ranked_by_keywords_and_never_embedded(model_dir: Path, tmp_path: Path) -> None:
-    from app.catalog import client_entries
-    from app.protocol import ChatCompletionRequest
+    from app.engine.catalog import client_entries
+    from app.fronts.chat_completions import ChatCompletionRequest
 
     entries = catalog_entries()
     search = semantic(tmp_path, model_dir)

@@ -7,7 +7,7 @@ from typing import Any
 import openai
 import pytest
 
-from app.sessions import SessionStore
+from app.engine.sessions import SessionStore
 from tests.conftest import Upstream, completion, make_config
 
 KEYS = ["gw-key-alice", "gw-key-bob"]

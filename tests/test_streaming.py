@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 from fastmcp import FastMCP
 
-from app.gateway import Gateway
-from app.http import create_app
+from app.engine.gateway import Gateway
+from app.server.app import create_app
 from tests.conftest import Upstream, chat_body, completion, make_config
 
 FIRST_CHUNK = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.catalog import ToolEntry
+from app.engine.catalog import ToolEntry
 
 
 def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> str:

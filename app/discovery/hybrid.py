@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.catalog import ToolEntry
 from app.discovery.encoder import Array
 from app.discovery.params import SearchParams
+from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
     from app.discovery.index import ToolIndex

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.catalog import ToolEntry
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.describe import describe
 from app.discovery.hybrid import Scored, hybrid_rank
@@ -21,6 +20,7 @@ from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 from app.discovery.semantic import SemanticSearch
+from app.engine.catalog import ToolEntry
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
 # What a search looks at is bounded, so a hostile query or name list costs the same as a long honest one.

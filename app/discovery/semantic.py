@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from app.catalog import ToolEntry
 from app.discovery.embeddings import (
     Embedder,
     EmbeddingError,
@@ -32,6 +31,7 @@ from app.discovery.embeddings import (
 from app.discovery.encoder import Array, ModelLoadError
 from app.discovery.models import find_model, toolsift_home
 from app.discovery.params import MAX_QUERY_CHARS
+from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
     from app.config import SemanticConfig

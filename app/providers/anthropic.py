@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app.config import ProviderConfig
-from app.protocol import GatewayError
+from app.fronts.chat_completions import GatewayError
 from app.providers.answers import AnthropicEvent, AnthropicMessage
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
 from app.providers.base import HttpProvider, upstream_error

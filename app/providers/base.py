@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from app import strict_json
 from app.config import ProviderConfig
-from app.protocol import GatewayError
+from app.fronts.chat_completions import GatewayError
 from app.providers.answers import problem
 from app.providers.transport import upstream_client
 

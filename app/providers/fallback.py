@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from app.protocol import GatewayError
+from app.fronts.chat_completions import GatewayError
 from app.providers.base import Provider
 
 log = logging.getLogger("toolsift.upstream")

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple, Protocol
 
 from starlette.types import Scope
 
-from app.auth import Identity, identity_of
-from app.protocol import GatewayError
+from app.fronts.chat_completions import GatewayError
+from app.server.auth import Identity, identity_of
 
 log = logging.getLogger("toolsift.sessions")
 KEY_PREFIX = "toolsift:session:"

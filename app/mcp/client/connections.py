@@ -23,9 +23,9 @@ from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
-from app.catalog import Catalog, build_catalog
 from app.config import Config, McpServerConfig
-from app.mcp.results import error_text, redacted, result_text
+from app.engine.catalog import Catalog, build_catalog
+from app.mcp.client.results import error_text, redacted, result_text
 from app.redaction import redact
 
 log = logging.getLogger("toolsift.mcp")

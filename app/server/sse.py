@@ -18,7 +18,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from app.disconnect import watch_disconnect
+from app.server.disconnect import watch_disconnect
 
 KEEPALIVE = ": keep-alive\n\n"
 CLIENT_GONE = 499  # the status logged for a client that left before the end (nginx's convention)

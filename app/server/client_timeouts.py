@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.edge import refusal_body
+from app.server.edge import refusal_body
 
 log = logging.getLogger("toolsift.http")
 

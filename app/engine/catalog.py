@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Config, ExcludeSpec, ServerSelection
-from app.protocol import GatewayError, ToolDefinition
+from app.fronts.chat_completions import GatewayError, ToolDefinition
 
 SEARCH_TOOL_NAME = "search_tools"
 MAX_NAME_LENGTH = 64

@@ -29,14 +29,14 @@ from fastmcp.tools.base import Tool, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
-from app.auth import ANONYMOUS, identity_of
-from app.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.config import Config
 from app.discovery.search import Discovery, prepare_query, run_search, shown_name
 from app.discovery.semantic import SemanticSearch
-from app.mcp.connections import McpManager
+from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
+from app.engine.request_tools import mcp_groups
+from app.mcp.client.connections import McpManager
 from app.redaction import redact
-from app.request_tools import mcp_groups
+from app.server.auth import ANONYMOUS, identity_of
 
 Mode = Literal["lazy", "proxy", "full"]
 CALL_TOOL_NAME = "call_tool"

@@ -15,9 +15,9 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.loop import ChatLoop, Plan, Step
-from app.protocol import GatewayError, error_body
-from app.sse import sse
+from app.engine.loop import ChatLoop, Plan, Step
+from app.fronts.chat_completions import GatewayError, error_body
+from app.server.sse import sse
 
 log = logging.getLogger("toolsift.stream")
 DONE = "data: [DONE]\n\n"

@@ -18,13 +18,13 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.auth import identify
-from app.catalog import unknown_tool_set
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
-from app.mcp.connections import McpManager
-from app.mcp_front import Front, Mode
-from app.protocol import GatewayError
+from app.engine.catalog import unknown_tool_set
+from app.fronts.chat_completions import GatewayError
+from app.mcp.client.connections import McpManager
+from app.mcp.front.server import Front, Mode
+from app.server.auth import identify
 
 PATH = "/mcp"
 NO_IDENTITY_NOTE = (

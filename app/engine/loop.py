@@ -18,10 +18,10 @@ from enum import Enum
 from typing import Any
 
 from app.discovery.search import shown_name
-from app.mcp.connections import McpManager
-from app.mcp.results import truncate
+from app.engine.request_tools import RequestTools, ToolKind
+from app.mcp.client.connections import McpManager
+from app.mcp.client.results import truncate
 from app.providers import Route
-from app.request_tools import RequestTools, ToolKind
 
 NOT_FORWARDED = frozenset({"model", "messages", "tools", "stream", "stream_options", "tool_set", "session_id"})
 ASSISTANT_FIELDS_KEPT = ("reasoning_content", "reasoning", "reasoning_details")

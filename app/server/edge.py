@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.observability import REQUEST_ID
-from app.protocol import error_body
+from app.fronts.chat_completions import error_body
+from app.server.observability import REQUEST_ID
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SCOPE_KEY = "toolsift.request_id"

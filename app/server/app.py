@@ -23,17 +23,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import redaction
-from app.auth import ApiKeyMiddleware
-from app.disconnect import ClientGone, run_while_connected
-from app.edge import EdgeGuard, JsonBodies, request_id_of
-from app.gateway import Gateway
-from app.loop import ChatLoop
-from app.mcp_http import HttpFront, McpPathDispatch
-from app.observability import METRICS_CONTENT_TYPE, REQUEST_ID, log_fields
-from app.protocol import GatewayError, error_body, parse_chat_request
-from app.sessions import SessionKey, session_of
-from app.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
-from app.streaming import stream_chat
+from app.engine.gateway import Gateway
+from app.engine.loop import ChatLoop
+from app.engine.sessions import SessionKey, session_of
+from app.fronts.chat_completions import GatewayError, error_body, parse_chat_request
+from app.fronts.chat_stream import stream_chat
+from app.mcp.front.http import HttpFront, McpPathDispatch
+from app.server.auth import ApiKeyMiddleware
+from app.server.disconnect import ClientGone, run_while_connected
+from app.server.edge import EdgeGuard, JsonBodies, request_id_of
+from app.server.observability import METRICS_CONTENT_TYPE, REQUEST_ID, log_fields
+from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 
 log = logging.getLogger("toolsift.http")
 OFF_LOOP_BODY_BYTES = 256 * 1024

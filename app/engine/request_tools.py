@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from app.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
 from app.config import Config
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.protocol import ChatCompletionRequest
+from app.engine.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
+from app.fronts.chat_completions import ChatCompletionRequest
 
 CLIENT_GROUP = "client"
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from app import redaction
-from app.catalog import select_mcp_tools
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
-from app.mcp.connections import McpManager
-from app.observability import Metrics, guard_secrets
-from app.protocol import ChatCompletionRequest
-from app.providers import Router
-from app.request_tools import (
+from app.engine.catalog import select_mcp_tools
+from app.engine.request_tools import (
     DiscoveryCache,
     RequestTools,
     history_tool_names,
     latest_user_text,
     prepare_request_tools,
 )
-from app.sessions import SessionKey, session_store
+from app.engine.sessions import SessionKey, session_store
+from app.fronts.chat_completions import ChatCompletionRequest
+from app.mcp.client.connections import McpManager
+from app.providers import Router
+from app.server.observability import Metrics, guard_secrets
 
 
 class Gateway:
