@@ -22,8 +22,9 @@ from app.discovery import models as model_store
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import Catalog, ToolEntry, select_mcp_tools
+from app.engine.model import ChatRequest, Options
 from app.engine.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
-from app.fronts.chat_completions import ChatCompletionRequest, GatewayError
+from app.errors import RequestRefused
 from app.mcp.client.connections import McpManager, ServerState
 from app.server.observability import guard_secrets
 
@@ -100,14 +101,12 @@ async def tools(config: Config, args: argparse.Namespace) -> int:
 
 async def manifest(config: Config, args: argparse.Namespace) -> int:
     async with connected(config) as manager:
-        request = ChatCompletionRequest.model_validate(
-            {"model": "-", "messages": [{"role": "user", "content": "-"}], "tool_set": args.tool_set}
-        )
+        request = ChatRequest("-", [], [], Options(), tool_set=args.tool_set)
         try:
             request_tools = prepare_request_tools(
                 manager.catalog, config, request, DiscoveryCache(config.tool_discovery.manifest_max_tokens)
             )
-        except GatewayError as exc:
+        except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
     if request_tools.discovery is None:
@@ -195,7 +194,7 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
         front.semantic = semantic
         try:
             front.populate(manager, config, mode, args.tool_set)
-        except GatewayError as exc:
+        except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
         front.keep_in_sync(manager, config, mode, args.tool_set)
@@ -211,7 +210,7 @@ async def _tool_set_entries(config: Config, tool_set: str | None) -> tuple[Catal
     async with connected(config) as manager:
         try:
             return manager.catalog, select_mcp_tools(manager.catalog, config, tool_set)
-        except GatewayError as exc:
+        except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return manager.catalog, None
 

@@ -27,7 +27,7 @@ from app import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
 from app.engine.catalog import build_catalog  # noqa: E402
 from app.engine.request_tools import DiscoveryCache, prepare_request_tools  # noqa: E402
-from app.fronts.chat_completions import ChatCompletionRequest  # noqa: E402
+from app.fronts.chat_wire import ChatCompletionRequest  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
 REQUEST = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user", "content": "hi"}]})

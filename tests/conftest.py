@@ -199,3 +199,11 @@ def served_gateway(config_path: Path, port: int) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(15)
+
+
+def engine_request(body: dict[str, Any]) -> Any:
+    """A chat-completions body as the engine's request, the way the chat front reads it."""
+    from app.fronts.chat_completions import chat_request
+    from app.fronts.chat_wire import parse_chat_request
+
+    return chat_request(*parse_chat_request(json.dumps(body).encode()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Upstream, chat_body, completion
+from tests.conftest import Upstream, chat_body, completion, engine_request
 
 LOOKUP = {
     "type": "function",
@@ -118,13 +118,10 @@ async def test_client_tool_name_colliding_with_mcp_tool_is_400(upstream: Upstrea
 
 async def test_deferred_client_tools_reuse_the_shared_mcp_index(upstream: Upstream, gateway_factory: Any) -> None:
     from app.discovery.search import MergedIndex
-    from app.fronts.chat_completions import ChatCompletionRequest
 
     _, gateway = await gateway_factory()
-    plain = await gateway.request_tools(ChatCompletionRequest.model_validate(chat_body("x")), None)
-    with_client = await gateway.request_tools(
-        ChatCompletionRequest.model_validate(chat_body("x", tools=[LOOKUP, SHIP])), None
-    )
+    plain = await gateway.request_tools(engine_request(chat_body("x")), None)
+    with_client = await gateway.request_tools(engine_request(chat_body("x", tools=[LOOKUP, SHIP])), None)
     assert plain.discovery is not None and with_client.discovery is not None
     assert isinstance(with_client.discovery.index, MergedIndex)
     assert with_client.discovery.index.first is plain.discovery.index, "the MCP index is shared, not rebuilt"

@@ -14,7 +14,7 @@ from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
 from app.engine.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
 from app.engine.request_tools import mcp_groups
-from app.fronts.chat_completions import GatewayError
+from app.errors import RequestRefused
 from tests.conftest import make_config
 
 
@@ -100,9 +100,9 @@ def test_tool_sets_true_list_exclude_false_and_errors() -> None:
     names = [entry.name for entry in select_mcp_tools(catalog, config, "a")]
     assert names == ["weather__get_forecast", "notes__create_note", "notes__search_notes", "finance__convert_currency"]
     assert len(select_mcp_tools(catalog, config, None)) == 1 + 3 + 3 + 12
-    with pytest.raises(GatewayError, match=r"Unknown tool_set 'zzz'\. Available tool sets: a, bad"):
+    with pytest.raises(RequestRefused, match=r"Unknown tool_set 'zzz'\. Available tool sets: a, bad"):
         select_mcp_tools(catalog, config, "zzz")
-    with pytest.raises(GatewayError, match="unknown tools of server 'notes': nope"):
+    with pytest.raises(RequestRefused, match="unknown tools of server 'notes': nope"):
         select_mcp_tools(catalog, config, "bad")
 
 

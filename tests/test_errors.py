@@ -273,10 +273,11 @@ async def test_gateway_bug_is_500_with_request_id_and_no_traceback(
 ) -> None:
     from app.engine.loop import ChatLoop
 
-    async def broken(self: Any, payload: Any) -> Any:
+    async def broken(self: Any, request: Any) -> Any:
         raise KeyError("internal detail")
+        yield  # an async generator, as the loop's events are
 
-    monkeypatch.setattr(ChatLoop, "run", broken)
+    monkeypatch.setattr(ChatLoop, "events", broken)
     client, _ = await gateway_factory()
     response = await client.post("/v1/chat/completions", json=chat_body("x"))
     error = _error(response, 500)

@@ -22,7 +22,7 @@ from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import ToolEntry, build_catalog
-from tests.conftest import GatewayFactory, Upstream, chat_body, completion, make_config
+from tests.conftest import GatewayFactory, Upstream, chat_body, completion, engine_request, make_config
 
 TOOLS = {
     "weather": [
@@ -276,13 +276,12 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
 
 def test_a_clients_own_tools_are_ranked_by_keywords_and_never_embedded(model_dir: Path, tmp_path: Path) -> None:
     from app.engine.catalog import client_entries
-    from app.fronts.chat_completions import ChatCompletionRequest
 
     entries = catalog_entries()
     search = semantic(tmp_path, model_dir)
     search.ensure_now(entries)
     calls = search.encoder_calls
-    request = ChatCompletionRequest.model_validate(
+    request = engine_request(
         {
             "model": "m",
             "messages": [{"role": "user", "content": "x"}],

@@ -128,6 +128,7 @@ class Discovery:
 class SearchOutcome:
     text: str
     found: list[ToolEntry]
+    weak: bool = False  # the results matched by meaning only, no word of the query
 
 
 def run_search(
@@ -155,7 +156,7 @@ def run_search(
         )
     outcome = _search(query, server, names, discovery, is_loaded, limit, loaded_servers, notes)
     if notes:
-        return SearchOutcome("\n".join([outcome.text, "", *notes]), outcome.found)
+        return SearchOutcome("\n".join([outcome.text, "", *notes]), outcome.found, outcome.weak)
     return outcome
 
 
@@ -349,7 +350,7 @@ def _by_query(
         )
     if already:
         text += f"\nAlready loaded (call directly): {', '.join(entry.name for entry in already)}."
-    return SearchOutcome(text, fresh)
+    return SearchOutcome(text, fresh, weak=bool(ranked and ranked[0].weak))
 
 
 def _by_server(server: str, discovery: Discovery, is_loaded: Callable[[str], bool]) -> SearchOutcome:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Config, ExcludeSpec, ServerSelection
-from app.fronts.chat_completions import GatewayError, ToolDefinition
+from app.engine.model import ClientTool, ToolSpec
+from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"
 MAX_NAME_LENGTH = 64
@@ -37,6 +38,11 @@ class ToolEntry:
     search_hint: str = ""
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The definition as the engine sends it upstream."""
+        return ToolSpec(self.name, self.description, self.parameters, self.definition or None)
 
     @property
     def source(self) -> Literal["mcp", "client"]:
@@ -151,10 +157,10 @@ def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> 
     return selected
 
 
-def unknown_tool_set(name: str | None, config: Config) -> GatewayError:
+def unknown_tool_set(name: str | None, config: Config) -> RequestRefused:
     available = ", ".join(sorted(config.tool_sets)) or "none are configured"
-    return GatewayError(
-        400, f"Unknown tool_set {name!r}. Available tool sets: {available}.", param="tool_set", code="unknown_tool_set"
+    return RequestRefused(
+        f"Unknown tool_set {name!r}. Available tool sets: {available}.", param="tool_set", code="unknown_tool_set"
     )
 
 
@@ -167,8 +173,7 @@ def _apply_selection(server: ServerTools, selection: ServerSelection, tool_set: 
     known = {entry.original_name for entry in server.tools}
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise GatewayError(
-            400,
+        raise RequestRefused(
             f"tool_set {tool_set!r} names unknown tools of server {server.name!r}: {', '.join(unknown)}. "
             f"Its tools are: {', '.join(sorted(known))}.",
             param="tool_set",
@@ -180,32 +185,33 @@ def _apply_selection(server: ServerTools, selection: ServerSelection, tool_set: 
     return [entry for entry in server.tools if entry.original_name in wanted]
 
 
-def client_entries(tools: list[ToolDefinition] | None, reserved: Mapping[str, ToolEntry]) -> list[ToolEntry]:
-    """The client's tools as entries; a name that collides with an exposed tool is a 400."""
+def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -> list[ToolEntry]:
+    """The client's tools as entries; a name that collides with an exposed tool is refused."""
     entries: list[ToolEntry] = []
     seen: set[str] = set()
-    for index, tool in enumerate(tools or []):
-        name = tool.function.name
+    for index, tool in enumerate(tools):
+        name = tool.spec.name
         if name in reserved or name == SEARCH_TOOL_NAME:
-            raise GatewayError(
-                400,
+            raise RequestRefused(
                 f"Client tool {name!r} collides with a tool name the gateway exposes; rename it.",
                 param=f"tools[{index}].function.name",
                 code="tool_name_collision",
             )
         if name in seen:
-            raise GatewayError(400, f"Duplicate client tool name {name!r}.", param=f"tools[{index}].function.name")
+            raise RequestRefused(f"Duplicate client tool name {name!r}.", param=f"tools[{index}].function.name")
         seen.add(name)
-        definition = tool.model_dump(exclude_none=True, exclude={"defer_loading"})
-        function = definition["function"]
+        definition = tool.spec.openai or {
+            "type": "function",
+            "function": {"name": name, "description": tool.spec.description, "parameters": tool.spec.parameters},
+        }
         entries.append(
             ToolEntry(
                 name=name,
                 original_name=name,
                 server=None,
-                description=function.get("description") or "",
-                parameters=function.get("parameters") or {"type": "object", "properties": {}},
-                deferred=tool.defer_loading,
+                description=tool.spec.description,
+                parameters=tool.spec.parameters,
+                deferred=tool.deferred,
                 definition=definition,
                 tokens=estimate_tokens(definition),
             )

@@ -8,6 +8,7 @@ from app import redaction
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
+from app.engine.model import ChatRequest
 from app.engine.request_tools import (
     DiscoveryCache,
     RequestTools,
@@ -16,7 +17,6 @@ from app.engine.request_tools import (
     prepare_request_tools,
 )
 from app.engine.sessions import SessionKey, session_store
-from app.fronts.chat_completions import ChatCompletionRequest
 from app.mcp.client.connections import McpManager
 from app.providers import Router
 from app.server.observability import Metrics, guard_secrets
@@ -60,7 +60,7 @@ class Gateway:
         await self.sessions.aclose()
         redaction.unregister(self._secrets)
 
-    async def request_tools(self, request: ChatCompletionRequest, session: SessionKey | None) -> RequestTools:
+    async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
         tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
         tools.load(history_tool_names(request.messages))
         if session is not None:

@@ -2,8 +2,8 @@
 
 Each round sends the conversation with the currently loaded tools. `search_tools` is answered here and loads
 tools for the next round; MCP tools run through their servers (one round's calls concurrently); a call to a
-client tool ends the loop and goes back to the client, as OpenAI would send it. `run` serves plain requests;
-the streaming module drives the same steps (`plan`, `run_tools`) round by round.
+client tool ends the loop and goes back to the client. The loop is written once: it yields typed events
+(`app.engine.events`) that a plain answer aggregates and a stream renders as they come.
 """
 
 from __future__ import annotations
@@ -11,47 +11,34 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from app.discovery.search import shown_name
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    DiscoveryStats,
+    Event,
+    Failed,
+    Finished,
+    McpCallFinished,
+    McpCallStarted,
+    ReasoningDelta,
+    RoundFinished,
+    RoundStarted,
+    SearchDone,
+)
+from app.engine.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
 from app.engine.request_tools import RequestTools, ToolKind
+from app.engine.turn import Turn
+from app.errors import GatewayError
 from app.mcp.client.connections import McpManager
 from app.mcp.client.results import truncate
 from app.providers import Route
 
-NOT_FORWARDED = frozenset({"model", "messages", "tools", "stream", "stream_options", "tool_set", "session_id"})
-ASSISTANT_FIELDS_KEPT = ("reasoning_content", "reasoning", "reasoning_details")
-
-
-@dataclass
-class LoopStats:
-    rounds: int = 0
-    tools_called: list[str] = field(default_factory=list)
-    mcp_errors: int = 0
-    upstream_seconds: float = 0.0
-    usage: dict[str, Any] | None = None
-    round_limit_reached: bool = False
-    tokens_saved: int = 0
-
-
-class Step(Enum):
-    """What a round's assistant message asks for next."""
-
-    ANSWER = "answer"
-    CLIENT_TOOLS = "client_tools"
-    ROUND_LIMIT = "round_limit"
-    RUN_TOOLS = "run_tools"
-
-
-@dataclass
-class Plan:
-    step: Step
-    calls: list[dict[str, Any]]
-    kinds: list[ToolKind]
+ROUND_SEPARATOR = "\n\n"  # between the text of two rounds, so they don't run together
 
 
 @dataclass
@@ -60,131 +47,160 @@ class ChatLoop:
     tools: RequestTools
     mcp: McpManager
     max_rounds: int
-    stats: LoopStats = field(default_factory=LoopStats)
+    rounds: int = 0
+    tools_called: list[str] = field(default_factory=list)
+    round_limit_reached: bool = False
+    _wrote_content: bool = False  # some round's text went to the client
+    _in_round_text: bool = False  # this round's text has begun
 
-    async def run(self, payload: dict[str, Any]) -> dict[str, Any]:
-        base = self.upstream_base(payload)
-        messages: list[dict[str, Any]] = list(payload["messages"])
-        while True:
-            response = await self._call_upstream(base, messages)
-            choice = response["choices"][0]
-            message = choice.get("message") or {}
-            plan = self.plan(message)
-            if plan.step is Step.ANSWER:
-                return self._finish(response)
-            if plan.step is Step.CLIENT_TOOLS:
-                choice["message"] = {**message, "tool_calls": plan.calls}
-                choice["finish_reason"] = "tool_calls"
-                return self._finish(response)
-            if plan.step is Step.ROUND_LIMIT:
-                choice["message"] = {"role": "assistant", "content": self.round_limit_text(message.get("content"))}
-                choice["finish_reason"] = "length"
-                return self._finish(response)
-            await self.run_tools(messages, message, plan)
-
-    def upstream_base(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The request's own parameters over the model's defaults; gateway-only fields removed."""
-        base = {**self.route.params, **{k: v for k, v in payload.items() if k not in NOT_FORWARDED}}
-        base["model"] = self.route.model
-        return base
-
-    def plan(self, message: dict[str, Any]) -> Plan:
-        calls = message.get("tool_calls") or []
-        if not calls:
-            return Plan(Step.ANSWER, [], [])
-        kinds = [self.tools.kind(_call_name(call)) for call in calls]
-        client_calls = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
-        if client_calls:
-            # Searches still run so a session remembers what was found; MCP calls beside a client call are left
-            # for the model to repeat, since their results could not reach the client's history.
-            for call, kind in zip(calls, kinds, strict=True):
-                if kind is ToolKind.SEARCH:
-                    self._run_search(call)
-            return Plan(Step.CLIENT_TOOLS, client_calls, [ToolKind.CLIENT] * len(client_calls))
-        if self.stats.rounds >= self.max_rounds:
-            self.stats.round_limit_reached = True
-            return Plan(Step.ROUND_LIMIT, calls, kinds)
-        return Plan(Step.RUN_TOOLS, calls, kinds)
-
-    async def run_tools(self, messages: list[dict[str, Any]], message: dict[str, Any], plan: Plan) -> None:
-        """Answer every call of the round and extend the conversation for the next one."""
-        messages.append(_assistant_turn(message, plan.calls))
-        messages.extend(await self._run_calls(plan.calls, plan.kinds))
-
-    def round_limit_text(self, content: str | None) -> str:
-        marker = (
-            f"[toolsift: stopped after {self.max_rounds} rounds, the round limit, while the model was still "
-            "calling tools. Ask again to continue, or raise max_rounds in the gateway config.]"
-        )
-        return f"{content or ''}\n\n{marker}".strip()
-
-    def _upstream_body(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-        self.stats.tokens_saved += self.tools.unsent_tokens()
-        body = {**base, "messages": messages}
-        definitions = self.tools.definitions()
-        if definitions:
-            body["tools"] = definitions
-        return body
-
-    async def _call_upstream(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-        started = time.perf_counter()
+    async def events(self, request: ChatRequest) -> AsyncGenerator[Event, None]:
+        """The request's events, ending with `Finished` or `Failed` (a GatewayError at any point)."""
+        messages = list(request.messages)
+        options = replace(request.options, params={**self.route.params, **request.options.params})
+        usage: Usage | None = None
         try:
-            response = await self.route.provider.complete(self._upstream_body(base, messages))
-        finally:
-            self.stats.upstream_seconds += time.perf_counter() - started
-            self.stats.rounds += 1
-        self.stats.usage = add_usage(self.stats.usage, response.get("usage"))
-        return response
+            while True:
+                turn = Turn()
+                upstream = UpstreamRequest(
+                    self.route.model, messages, self.tools.definitions(), options, request.stream
+                )
+                async for event in self._round(upstream, turn):
+                    yield event
+                if turn.usage is not None:
+                    usage = usage or Usage()
+                    usage.add(turn.usage)
+                calls = turn.tool_calls()
+                kinds = [self.tools.kind(call.name) for call in calls]
+                meta = turn.meta or ResponseMeta(model=self.route.model)
+                if not calls:
+                    yield Finished(turn.finish_reason or "stop", usage, self.discovery_stats(), meta, turn.extra)
+                    return
+                if ToolKind.CLIENT in kinds:
+                    async for event in self._client_calls(calls, kinds):
+                        yield event
+                    yield Finished("tool_calls", usage, self.discovery_stats(), meta, turn.extra)
+                    return
+                if self.rounds >= self.max_rounds:
+                    self.round_limit_reached = True
+                    yield self._limit_marker()
+                    yield Finished("length", usage, self.discovery_stats(), meta)
+                    return
+                messages.append(turn.message(calls))
+                async for event in self._run_calls(calls, kinds, messages):
+                    yield event
+        except GatewayError as exc:
+            yield Failed(exc, self.discovery_stats())
 
-    async def stream_round(self, base: dict[str, Any], messages: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        """One streamed upstream call: chunks passed on as they come, usage counted on the way."""
-        started = time.perf_counter()
-        self.stats.rounds += 1
+    async def _round(self, upstream: UpstreamRequest, turn: Turn) -> AsyncIterator[Event]:
+        """One upstream call: its text and reasoning passed on as they come, the turn assembled on the way."""
+        self.rounds += 1
+        self._in_round_text = False
+        number, started = self.rounds, time.perf_counter()
+        unsent = self.tools.unsent_tokens()
         try:
-            async with aclosing(self.route.provider.stream(self._upstream_body(base, messages))) as chunks:
-                async for chunk in chunks:
-                    self.stats.usage = add_usage(self.stats.usage, chunk.get("usage"))
-                    yield chunk
-        finally:
-            self.stats.upstream_seconds += time.perf_counter() - started
+            async with aclosing(self._deltas(upstream)) as deltas:
+                async for delta in deltas:
+                    if not turn.started:
+                        yield RoundStarted(number, delta.meta or ResponseMeta(model=self.route.model))
+                    turn.add(delta)
+                    if delta.reasoning:
+                        yield ReasoningDelta(delta.reasoning, delta.reasoning_field)
+                    if delta.content:
+                        yield self._content(delta.content, delta.logprobs)
+            if not turn.started:  # an upstream that closed the stream without a single chunk
+                raise GatewayError(502, "The upstream closed the stream without any data.", "upstream_error")
+        except GatewayError:
+            yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, ok=False)
+            raise
+        yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent)
 
-    async def _run_calls(self, calls: list[dict[str, Any]], kinds: list[ToolKind]) -> list[dict[str, Any]]:
-        results: list[str | None] = [None] * len(calls)
-        pending: dict[int, Any] = {}
-        for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
+    async def _deltas(self, upstream: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        if upstream.stream:
+            async with aclosing(self.route.provider.stream(upstream)) as deltas:
+                async for delta in deltas:
+                    yield delta
+        else:
+            yield await self.route.provider.complete(upstream)
+
+    def _content(self, text: str, logprobs: JsonObject | None = None) -> ContentDelta:
+        """Text for the client; the first text of a round after earlier rounds' text starts on a new paragraph."""
+        if self._wrote_content and not self._in_round_text:
+            text = ROUND_SEPARATOR + text
+        self._wrote_content = self._in_round_text = True
+        return ContentDelta(text, logprobs)
+
+    def _limit_marker(self) -> ContentDelta:
+        separator = ROUND_SEPARATOR if self._wrote_content else ""
+        self._wrote_content = self._in_round_text = True
+        return ContentDelta(separator + self.round_limit_text())
+
+    async def _client_calls(self, calls: list[ToolCall], kinds: list[ToolKind]) -> AsyncIterator[Event]:
+        """The client's calls go back to it. Searches beside them still run, so a session remembers what was
+        found; MCP calls beside them are left for the model to repeat, since their results could not reach the
+        client's history."""
+        for call, kind in zip(calls, kinds, strict=True):
             if kind is ToolKind.SEARCH:
                 await self.tools.prepare(parse_arguments(call)[0].get("query"))
-                results[index] = self._run_search(call)
-            elif kind is ToolKind.MCP:
-                arguments, problem = parse_arguments(call)
-                if problem:
-                    results[index] = problem
-                else:
-                    pending[index] = self._run_mcp(_call_name(call), arguments)
-            else:
-                results[index] = self._refusal(_call_name(call), kind)
-        for index, text in zip(pending, await asyncio.gather(*pending.values()), strict=True):
-            results[index] = text
-        limit = self.mcp.config.tool_result_max_chars  # every result the model gets, the gateway's own included
-        return [
-            {"role": "tool", "tool_call_id": call.get("id", ""), "content": truncate(text or "", limit)}
-            for call, text in zip(calls, results, strict=True)
-        ]
+                yield self._search(call)[1]
+        client = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
+        for index, call in enumerate(client):
+            yield ClientToolCall(index, call)
 
-    def _run_search(self, call: dict[str, Any]) -> str:
+    async def _run_calls(
+        self, calls: list[ToolCall], kinds: list[ToolKind], messages: list[Message]
+    ) -> AsyncIterator[Event]:
+        """Answer every call of the round (MCP calls concurrently) and extend the conversation for the next one."""
+        results: list[str] = [""] * len(calls)
+        pending: dict[asyncio.Task[tuple[str, bool, float]], tuple[int, str, str]] = {}
+        try:
+            for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
+                if kind is ToolKind.SEARCH:
+                    await self.tools.prepare(parse_arguments(call)[0].get("query"))
+                    results[index], event = self._search(call)
+                    yield event
+                elif kind is ToolKind.MCP:
+                    arguments, problem = parse_arguments(call)
+                    if problem:
+                        results[index] = problem
+                        continue
+                    entry = self.tools.entries[call.name]
+                    assert entry.server is not None
+                    self.tools_called.append(call.name)
+                    task = asyncio.ensure_future(self._call_mcp(entry.server, entry.original_name, arguments))
+                    pending[task] = (index, call.name, entry.server)
+                    yield McpCallStarted(call.name, entry.server)
+                else:
+                    results[index] = self._refusal(call.name, kind)
+            while pending:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    index, name, server = pending.pop(task)
+                    text, failed, seconds = task.result()
+                    results[index] = text
+                    yield McpCallFinished(name, server, not failed, seconds)
+        finally:
+            for task in pending:
+                task.cancel()
+        limit = self.mcp.config.tool_result_max_chars  # every result the model gets, the gateway's own included
+        messages.extend(
+            Message(role="tool", content=truncate(text, limit), tool_call_id=call.id)
+            for call, text in zip(calls, results, strict=True)
+        )
+
+    async def _call_mcp(self, server: str, tool: str, arguments: JsonObject) -> tuple[str, bool, float]:
+        started = time.perf_counter()
+        text, failed = await self.mcp.call_tool(server, tool, arguments)
+        return text, failed, time.perf_counter() - started
+
+    def _search(self, call: ToolCall) -> tuple[str, SearchDone]:
         arguments, problem = parse_arguments(call)
+        query = arguments.get("query")
+        query = query if isinstance(query, str) else None
         if problem:
             self.tools.search_calls += 1
-            return problem
-        return self.tools.search(arguments).text
-
-    async def _run_mcp(self, name: str, arguments: dict[str, Any]) -> str:
-        entry = self.tools.entries[name]
-        assert entry.server is not None
-        self.stats.tools_called.append(name)
-        text, failed = await self.mcp.call_tool(entry.server, entry.original_name, arguments)
-        self.stats.mcp_errors += failed
-        return text
+            return problem, SearchDone(query, (), False)
+        outcome = self.tools.search(arguments)
+        return outcome.text, SearchDone(query, tuple(entry.name for entry in outcome.found), outcome.weak)
 
     def _refusal(self, name: str, kind: ToolKind) -> str:
         name = shown_name(name)  # a model's name is anything
@@ -197,62 +213,35 @@ class ChatLoop:
         loaded = ", ".join(self.tools.loaded_names) or "none"
         return f"Error: Unknown tool '{name}'. Loaded tools: {loaded}.{hint}"
 
-    def _finish(self, response: dict[str, Any]) -> dict[str, Any]:
-        if self.stats.usage is not None:
-            response["usage"] = self.stats.usage
-        response["tool_discovery"] = self.discovery_stats()
-        return response
+    def round_limit_text(self) -> str:
+        return (
+            f"[toolsift: stopped after {self.max_rounds} rounds, the round limit, while the model was still "
+            "calling tools. Ask again to continue, or raise max_rounds in the gateway config.]"
+        )
 
-    def discovery_stats(self) -> dict[str, Any]:
-        return {
-            "rounds": self.stats.rounds,
-            "search_calls": self.tools.search_calls,
-            "tools_discovered": list(self.tools.found_by_search),
-            "tools_prefetched": list(self.tools.prefetched),
-            "tools_called": list(self.stats.tools_called),
-            "deferred_tools": len(self.tools.deferred_names),
-            "loaded_tools": self.tools.loaded_names,
-            "round_limit_reached": self.stats.round_limit_reached,
-        }
-
-
-def _call_name(call: dict[str, Any]) -> str:
-    function = call.get("function") or {}
-    return str(function.get("name") or "")
+    def discovery_stats(self) -> DiscoveryStats:
+        return DiscoveryStats(
+            rounds=self.rounds,
+            search_calls=self.tools.search_calls,
+            tools_discovered=tuple(self.tools.found_by_search),
+            tools_prefetched=tuple(self.tools.prefetched),
+            tools_called=tuple(self.tools_called),
+            deferred_tools=len(self.tools.deferred_names),
+            loaded_tools=tuple(self.tools.loaded_names),
+            round_limit_reached=self.round_limit_reached,
+        )
 
 
-def parse_arguments(call: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(call: ToolCall) -> tuple[JsonObject, str | None]:
     """The call's arguments as an object, or the error text the model gets instead."""
-    raw = (call.get("function") or {}).get("arguments") or "{}"
-    name = _call_name(call)
+    raw = call.arguments or "{}"
     try:
-        arguments = json.loads(raw) if isinstance(raw, str) else raw
+        arguments = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError; integers or nesting beyond what Python parses
         where = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "too deep or too long"
-        return {}, f"Error: the arguments for '{name}' are not valid JSON ({where}). Call it again with a JSON object."
+        return {}, (
+            f"Error: the arguments for '{call.name}' are not valid JSON ({where}). Call it again with a JSON object."
+        )
     if not isinstance(arguments, dict):
-        return {}, f"Error: the arguments for '{name}' must be a JSON object, not {type(arguments).__name__}."
+        return {}, f"Error: the arguments for '{call.name}' must be a JSON object, not {type(arguments).__name__}."
     return arguments, None
-
-
-def _assistant_turn(message: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
-    turn: dict[str, Any] = {"role": "assistant", "content": message.get("content"), "tool_calls": calls}
-    turn.update({key: message[key] for key in ASSISTANT_FIELDS_KEPT if message.get(key) is not None})
-    return turn
-
-
-def add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | None:
-    """Sum usage objects field by field (nested details too); absent usage is never invented."""
-    if not isinstance(usage, dict):
-        return total
-    if total is None:
-        copied: dict[str, Any] = json.loads(json.dumps(usage))
-        return copied
-    for key, value in usage.items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
-            total[key] = total.get(key, 0) + value
-        elif isinstance(value, dict):
-            total[key] = add_usage(total.get(key) if isinstance(total.get(key), dict) else None, value)
-    return total

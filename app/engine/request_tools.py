@@ -16,7 +16,7 @@ from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
-from app.fronts.chat_completions import ChatCompletionRequest
+from app.engine.model import ChatRequest, Message, ToolSpec
 
 CLIENT_GROUP = "client"
 
@@ -68,6 +68,9 @@ class RequestTools:
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
         self.search_calls = 0
+        search = discovery.definition["function"] if discovery is not None else {}
+        self._search_spec = ToolSpec(SEARCH_TOOL_NAME, search.get("description", ""), search.get("parameters", {}),
+                                     discovery.definition if discovery is not None else None)  # fmt: skip
 
     @property
     def deferred_names(self) -> list[str]:
@@ -86,11 +89,11 @@ class RequestTools:
     def is_loaded(self, name: str) -> bool:
         return name in self._loaded
 
-    def definitions(self) -> list[dict[str, Any]]:
-        definitions = [self.entries[name].definition for name in self._initial]
+    def definitions(self) -> list[ToolSpec]:
+        definitions = [self.entries[name].spec for name in self._initial]
         if self.discovery is not None:
-            definitions.append(self.discovery.definition)
-        definitions.extend(self.entries[name].definition for name in self.discovered)
+            definitions.append(self._search_spec)
+        definitions.extend(self.entries[name].spec for name in self.discovered)
         return definitions
 
     def kind(self, name: str) -> ToolKind:
@@ -138,7 +141,7 @@ class RequestTools:
 
 
 def prepare_request_tools(
-    catalog: Catalog, config: Config, request: ChatCompletionRequest, cache: DiscoveryCache
+    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache
 ) -> RequestTools:
     """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen)."""
     mcp = select_mcp_tools(catalog, config, request.tool_set)
@@ -155,25 +158,19 @@ def prepare_request_tools(
     return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)
 
 
-def latest_user_text(messages: Iterable[Any]) -> str:
+def latest_user_text(messages: list[Message]) -> str:
     """The text of the last user message (string content or its text parts)."""
-    for message in reversed(list(messages)):
-        if message.role != "user":
-            continue
-        if isinstance(message.content, str):
-            return message.content
-        parts = message.content or []
-        return " ".join(
-            str(part.get("text", "")) for part in parts if isinstance(part, dict) and part.get("type") == "text"
-        )
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.text()
     return ""
 
 
-def history_tool_names(messages: Iterable[Any]) -> list[str]:
+def history_tool_names(messages: list[Message]) -> list[str]:
     """Names the conversation already called, oldest first: they stay loaded on the next turn."""
     names: list[str] = []
     for message in messages:
-        for call in message.tool_calls or ():
-            if call.function.name not in names:
-                names.append(call.function.name)
+        for call in message.tool_calls:
+            if call.name not in names:
+                names.append(call.name)
     return names

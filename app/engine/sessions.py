@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from starlette.types import Scope
 
-from app.fronts.chat_completions import GatewayError
+from app.errors import RequestRefused
 from app.server.auth import Identity, identity_of
 
 log = logging.getLogger("toolsift.sessions")
@@ -37,8 +37,7 @@ def session_of(scope: Scope, header: str | None, body: str | None, limit: int) -
     both have the same cap), or None without an id."""
     for value, param in ((header, "X-Session-Id"), (body, "session_id")):
         if value and len(value) > limit:
-            raise GatewayError(
-                400,
+            raise RequestRefused(
                 f"Invalid request: '{param}' is {len(value):,} characters; this gateway accepts at most {limit:,}.",
                 param=param,
                 code="session_id_too_long",

@@ -1,198 +1,239 @@
-"""OpenAI chat-completions wire format: request validation and the error shape.
+"""OpenAI Chat Completions <-> the engine's model: the request in, the answer and the stream out.
 
-Only what the gateway reads is modelled; every other field is allowed and passed to the upstream untouched,
-so new OpenAI parameters work without a release. Logic lives elsewhere.
+A client's messages keep their wire dicts (`native`), so an OpenAI-compatible upstream gets them back exactly as
+sent. The stream is one consistent SSE stream over every round: one `id`, `model` and `created`, choice index 0,
+text and reasoning as they come, the client's tool calls at the end, exactly one finish reason, an optional usage
+chunk summed over rounds, then `[DONE]`. Its first chunk waits for the first thing to say, so a round that only
+calls tools starts with `content: null`, as OpenAI sends it.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any, Literal
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
+from app.engine.answer import Answer
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    Event,
+    Failed,
+    Finished,
+    KeepAlive,
+    ReasoningDelta,
+    RoundStarted,
+)
+from app.engine.model import (
+    ChatRequest,
+    ClientTool,
+    JsonObject,
+    Message,
+    Native,
+    Options,
+    Part,
+    ResponseMeta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from app.errors import error_body
+from app.fronts.chat_wire import ChatCompletionRequest
+from app.server.sse import KEEPALIVE, sse
 
-from app import strict_json
-from app.redaction import redact
-
-TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
-GATEWAY_FIELDS = ("tool_set", "session_id")
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
-class GatewayError(Exception):
-    """An error answered to the client as `{"error": {...}}` with an HTTP status."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.param = param
-        self.code = code
-        self.retry_after: float | None = None  # seconds the upstream asked us to wait, if it said
-
-    @property
-    def retryable(self) -> bool:
-        """Worth another attempt: rate limits, overload, upstream 5xx, unreachable or timed-out upstreams."""
-        return self.status in RETRYABLE_STATUS and self.code != "provider_not_configured"
-
-    def body(self) -> dict[str, Any]:
-        return error_body(self.message, self.type, self.param, self.code)
-
-
-def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    """The error as the client sees it; configured secrets are redacted here, where error text leaves the gateway
-    (an upstream may echo the key it was sent)."""
-    param = redact(param) if param is not None else None
-    return {"error": {"message": redact(message), "type": type, "param": param, "code": code}}
+log = logging.getLogger("toolsift.stream")
+DONE = "data: [DONE]\n\n"
+GATEWAY_FIELDS = frozenset({"model", "messages", "tools", "stream", "tool_set", "session_id"})
+TYPED_OPTIONS = frozenset({"tool_choice", "parallel_tool_calls", "stop"})
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+READ_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", *REASONING_FIELDS})
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatRequest:
+    """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
+    params = {key: value for key, value in payload.items() if key not in GATEWAY_FIELDS and key not in TYPED_OPTIONS}
+    stop = request.stop
+    options = Options(
+        tool_choice=request.tool_choice,
+        parallel_tool_calls=request.parallel_tool_calls,
+        stop=stop,
+        include_usage=bool(request.stream_options and request.stream_options.include_usage),
+        params=params,
+    )
+    tools = [
+        ClientTool(
+            ToolSpec(
+                tool.function.name,
+                tool.function.description or "",
+                tool.function.parameters or {"type": "object", "properties": {}},
+                openai=tool.model_dump(exclude_none=True, exclude={"defer_loading"}),
+            ),
+            deferred=tool.defer_loading,
+        )
+        for tool in request.tools or ()
+    ]
+    return ChatRequest(
+        model=request.model,
+        messages=[message_from_wire(raw) for raw in payload["messages"]],
+        tools=tools,
+        options=options,
+        stream=request.stream,
+        tool_set=request.tool_set,
+        session_id=request.session_id,
+    )
 
 
-class FunctionDefinition(_Open):
-    name: str = Field(pattern=TOOL_NAME_PATTERN)
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
+def message_from_wire(raw: JsonObject) -> Message:
+    """A validated chat message (app.fronts.chat_wire checked the fields read here)."""
+    content = raw.get("content")
+    if isinstance(content, list):
+        content = [_part(part) for part in content]
+    reasoning_field = next((key for key in REASONING_FIELDS if isinstance(raw.get(key), str)), "reasoning_content")
+    return Message(
+        role=raw["role"],
+        content=content,
+        tool_calls=[
+            ToolCall(str(call.get("id") or ""), call["function"]["name"], call["function"].get("arguments") or "")
+            for call in raw.get("tool_calls") or ()
+        ],
+        tool_call_id=raw.get("tool_call_id"),
+        reasoning=raw.get(reasoning_field),
+        reasoning_field=reasoning_field,
+        native=Native("openai", raw),
+    )
 
 
-class ToolDefinition(_Open):
-    type: Literal["function"]
-    function: FunctionDefinition
-    defer_loading: StrictBool = False
+def _part(part: JsonObject) -> Part:
+    kind = part.get("type")
+    if kind == "text":
+        return Part("text", text=part.get("text") or "", native=part)
+    if kind == "image_url":
+        return Part("image", url=part["image_url"]["url"], native=part)
+    return Part("other", native=part)
 
 
-class ToolCallFunction(_Open):
-    name: str
-    arguments: str
+def usage_json(usage: Usage) -> JsonObject:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        **usage.extra,
+    }
 
 
-class ToolCall(_Open):
-    id: str
-    type: Literal["function"] = "function"
-    function: ToolCallFunction
+def tool_call_json(call: ToolCall) -> JsonObject:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
-class Message(_Open):
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _parts(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
-        """The parts the gateway and its translators read: `text` is text, `image_url` an object with a `url`."""
-        for index, part in enumerate(value if isinstance(value, list) else ()):
-            if "text" in part and not isinstance(part["text"], str):
-                raise ValueError(f"part {index}: 'text' must be a string")
-            image = part.get("image_url")
-            if image is not None and not (isinstance(image, dict) and isinstance(image.get("url"), str)):
-                raise ValueError(f"part {index}: 'image_url' must be an object with a string 'url'")
-        return value
-
-    @field_validator("tool_call_id")
-    @classmethod
-    def _non_empty(cls, value: str | None) -> str | None:
-        if value is not None and not value:
-            raise ValueError("must not be empty")
-        return value
-
-
-class StreamOptions(_Open):
-    include_usage: StrictBool | None = None
-
-
-class ChatCompletionRequest(_Open):
-    """Typed are the fields the gateway, or a translator to another provider, reads; the rest passes through."""
-
-    model: str = Field(min_length=1)
-    messages: list[Message] = Field(min_length=1)
-    tools: list[ToolDefinition] | None = None
-    stream: StrictBool = False
-    stream_options: StreamOptions | None = None
-    n: StrictInt | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: StrictBool | None = None
-    stop: str | list[str] | None = None
-    tool_set: str | None = None
-    session_id: str | None = Field(None, min_length=1)  # capped by `max_session_id_chars`, as the header is
-
-    @field_validator("n")
-    @classmethod
-    def _one_choice(cls, value: int | None) -> int | None:
-        if value is not None and value != 1:
-            raise ValueError("must be 1: the gateway runs its tool loop for a single choice")
-        return value
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _named_function(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        if isinstance(value, dict) and value.get("type") == "function":
-            function = value.get("function")
-            if not (isinstance(function, dict) and isinstance(function.get("name"), str)):
-                raise ValueError("of type 'function' needs 'function': {\"name\": \"...\"}")
-        return value
+def completion(answer: Answer, model: str) -> JsonObject:
+    """A plain answer as a `chat.completion`."""
+    message: JsonObject = {"role": "assistant", "content": answer.content}
+    if answer.extra is not None and answer.extra.format == "openai":
+        message.update({key: value for key, value in answer.extra.value.items() if key not in READ_MESSAGE_FIELDS})
+    if answer.reasoning is not None:
+        message[answer.reasoning_field] = answer.reasoning
+    if answer.tool_calls:
+        message["tool_calls"] = [tool_call_json(call) for call in answer.tool_calls]
+    meta = answer.meta
+    body: JsonObject = {}
+    if meta.extra is not None and meta.extra.format == "openai":
+        body.update(meta.extra.value)
+    body.update(
+        id=meta.id or f"chatcmpl-{uuid.uuid4().hex}",
+        object="chat.completion",
+        created=meta.created or int(time.time()),
+        model=meta.model or model,
+        choices=[{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
+    )
+    if answer.logprobs is not None:
+        body["choices"][0]["logprobs"] = answer.logprobs
+    _add_meta(body, meta)
+    if answer.usage is not None:
+        body["usage"] = usage_json(answer.usage)
+    body["tool_discovery"] = answer.discovery.as_json()
+    return body
 
 
-def parse_chat_request(
-    raw_body: bytes, max_messages: int = 2000, max_tools: int = 512
-) -> tuple[ChatCompletionRequest, dict[str, Any]]:
-    """Decode and validate a request body; return the model and the raw dict for pass-through."""
+def _add_meta(body: JsonObject, meta: ResponseMeta) -> None:
+    if meta.system_fingerprint is not None:
+        body["system_fingerprint"] = meta.system_fingerprint
+    if meta.service_tier is not None:
+        body["service_tier"] = meta.service_tier
+
+
+class ChatStream:
+    """Renders the loop's events as `chat.completion.chunk` SSE events, all with the same id, created, model."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+        self.meta: ResponseMeta | None = None
+        self.include_usage = include_usage
+        self.committed = False  # the upstream answered, so the response head (200) went out
+        self.started = False  # the role chunk went out
+
+    def render(self, event: Event) -> list[str]:
+        if isinstance(event, RoundStarted):
+            if self.committed:
+                return []
+            self.committed, self.meta = True, event.meta
+            self.model = event.meta.model or self.model
+            return [""]  # the head goes out now; the first chunk waits until there is something to say
+        if isinstance(event, ContentDelta):
+            return [*self._start(""), self._chunk({"content": event.text}, logprobs=event.logprobs)]
+        if isinstance(event, ReasoningDelta):
+            return [*self._start(None), self._chunk({event.field: event.text})]
+        if isinstance(event, ClientToolCall):
+            delta = {"tool_calls": [{"index": event.index, **tool_call_json(event.call)}]}
+            return [*self._start(None), self._chunk(delta)]
+        if isinstance(event, Finished):
+            out = [*self._start(""), self._chunk({}, event.finish_reason)]
+            if self.include_usage:
+                usage = usage_json(event.usage) if event.usage is not None else None
+                out.append(sse(self._envelope(choices=[], usage=usage, tool_discovery=event.discovery.as_json())))
+            return [*out, DONE]
+        if isinstance(event, KeepAlive):
+            return [KEEPALIVE]
+        return []
+
+    def _start(self, content: str | None) -> list[str]:
+        if self.started:
+            return []
+        self.started = True
+        return [self._chunk({"role": "assistant", "content": content})]
+
+    def _chunk(self, delta: JsonObject, finish_reason: str | None = None, logprobs: JsonObject | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        return sse(self._envelope(choices=[choice]))
+
+    def _envelope(self, **fields: Any) -> JsonObject:
+        envelope: JsonObject = {"id": self.id, "object": "chat.completion.chunk", "created": self.created}
+        envelope["model"] = self.model
+        if self.meta is not None:
+            _add_meta(envelope, self.meta)
+        envelope.update(fields)
+        return envelope
+
+
+async def chat_sse(events: AsyncGenerator[Event, None], stream: ChatStream) -> AsyncGenerator[str, None]:
+    """SSE text for one request. A failure before the upstream answered is raised (it keeps its HTTP status);
+    after that it becomes an error event."""
     try:
-        payload = strict_json.loads(raw_body)
-    except strict_json.JsonProblem as exc:
-        where = f"'{exc.path}'" if exc.path else "the body"
-        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(payload, dict):
-        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
-    for field_name, limit in (("messages", max_messages), ("tools", max_tools)):
-        value = payload.get(field_name)
-        if isinstance(value, list) and len(value) > limit:
-            raise GatewayError(
-                400, f"Too many {field_name}: {len(value)} (this gateway accepts at most {limit}).", param=field_name
-            )
-    try:
-        request = ChatCompletionRequest.model_validate(payload)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = _param_path(first["loc"])
-        detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
-        if first["type"] == "missing":
-            detail = "is required"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param) from None
-    for index, message in enumerate(request.messages):
-        if message.role == "tool" and message.tool_call_id is None:
-            raise GatewayError(
-                400,
-                f"Invalid request: 'messages[{index}].tool_call_id' is required for role 'tool'.",
-                param=f"messages[{index}].tool_call_id",
-            )
-    return request, payload
-
-
-_UNION_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
-
-
-def _param_path(location: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif "[" in part or part in _UNION_TAGS:
-            continue
-        else:
-            path += f".{part}" if path else part
-    return path or "body"
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, Failed):
+                    if not stream.committed:
+                        raise event.error
+                    yield sse(event.error.body())
+                    return
+                for text in stream.render(event):
+                    yield text
+    except Exception:
+        if not stream.committed:
+            raise
+        log.exception("error while streaming")
+        yield sse(error_body("Internal gateway error while streaming; see the gateway log.", "server_error"))

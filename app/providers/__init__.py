@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.config import Config
-from app.fronts.chat_completions import GatewayError
+from app.errors import GatewayError
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import HttpProvider, Provider
 from app.providers.fallback import FallbackProvider

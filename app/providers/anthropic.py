@@ -1,16 +1,21 @@
-"""Anthropic's Messages API behind the OpenAI-shaped provider interface (translation in anthropic_format)."""
+"""Anthropic's Messages API as an upstream.
+
+The round is written as an OpenAI body first and translated by `anthropic_format` (one tested translation,
+golden files); answers come back the same way. A request that arrives in Anthropic's own format will skip that
+detour through the `native` slot on the engine's messages."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator
-from typing import Any
 
 from app.config import ProviderConfig
-from app.fronts.chat_completions import GatewayError
+from app.engine.model import Delta, UpstreamRequest
+from app.errors import GatewayError
 from app.providers.answers import AnthropicEvent, AnthropicMessage
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
 from app.providers.base import HttpProvider, upstream_error
+from app.providers.openai_format import delta_from_chunk, delta_from_completion, to_openai
 
 OVERLOADED = 529  # Anthropic's own status; clients know 503 as "try again later"
 
@@ -32,16 +37,17 @@ class AnthropicProvider(HttpProvider):
             error.status, error.code = 503, error.code or "overloaded_error"
         return error
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        message = await self.post_json("/messages", to_anthropic(body, self.max_tokens))
+    async def complete(self, request: UpstreamRequest) -> Delta:
+        message = await self.post_json("/messages", to_anthropic(to_openai(request), self.max_tokens))
         if message.get("type") != "message":
             raise self.invalid_response("a response that is not a message")
-        return from_anthropic(self.checked(AnthropicMessage, message, "message"))
+        return delta_from_completion(from_anthropic(self.checked(AnthropicMessage, message, "message")))
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         translator = StreamTranslator()
-        async for event in self.stream_events("/messages", {**to_anthropic(body, self.max_tokens), "stream": True}):
+        body = {**to_anthropic(to_openai(request), self.max_tokens), "stream": True}
+        async for event in self.stream_events("/messages", body):
             if event.get("type") == "error":
                 raise self.error_from(502, json.dumps(event).encode())
             for chunk in translator.chunks(self.checked(AnthropicEvent, event, "stream event")):
-                yield chunk
+                yield delta_from_chunk(chunk)

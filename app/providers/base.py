@@ -1,8 +1,9 @@
 """The one interface every upstream implements, and the HTTP plumbing they share.
 
-Providers speak OpenAI's chat-completions format at this seam whatever their own wire format is, so the loop
-never knows which upstream it talks to. `HttpProvider` owns one pooled `httpx.AsyncClient` per provider and
-turns transport failures and upstream error bodies into OpenAI-shaped `GatewayError`s.
+Providers take the engine's typed round (`UpstreamRequest`) and answer with typed deltas whatever their own wire
+format is, so the loop never knows which upstream it talks to; each translates at its own edge. `HttpProvider`
+owns one pooled `httpx.AsyncClient` per provider and turns transport failures and upstream error bodies into
+`GatewayError`s.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pydantic import BaseModel
 
 from app import strict_json
 from app.config import ProviderConfig
-from app.fronts.chat_completions import GatewayError
+from app.engine.model import Delta, UpstreamRequest
+from app.errors import GatewayError
 from app.providers.answers import problem
 from app.providers.transport import upstream_client
 
@@ -33,12 +35,12 @@ log = logging.getLogger("toolsift.upstream")
 class Provider(Protocol):
     name: str
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Send one non-streaming chat-completions request; raise GatewayError on any failure."""
+    async def complete(self, request: UpstreamRequest) -> Delta:
+        """Send one non-streaming request; the whole answer as one delta; raise GatewayError on any failure."""
         ...
 
-    def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        """Send one streaming request; yield chat-completion chunks; raise GatewayError on any failure."""
+    def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        """Send one streaming request; yield its deltas; raise GatewayError on any failure."""
         ...
 
     async def aclose(self) -> None: ...
@@ -87,10 +89,10 @@ class HttpProvider:
         timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
         self._client = upstream_client(headers={**config.extra_headers, **auth_headers}, timeout=timeout)
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, request: UpstreamRequest) -> Delta:
         raise NotImplementedError
 
-    def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         raise NotImplementedError
 
     async def aclose(self) -> None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from dataclasses import replace
 
-from app.fronts.chat_completions import GatewayError
+from app.engine.model import Delta, UpstreamRequest
+from app.errors import GatewayError
 from app.providers.base import Provider
 
 log = logging.getLogger("toolsift.upstream")
@@ -20,17 +21,17 @@ class FallbackProvider:
         self.candidates = list(candidates)
         self.name = self.candidates[0][0].name
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, request: UpstreamRequest) -> Delta:
         for position, (provider, model) in enumerate(self.candidates):
             try:
-                return await provider.complete({**body, "model": model})
+                return await provider.complete(replace(request, model=model))
             except GatewayError as exc:
                 self._give_up_unless_next(exc, position)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         for position, (provider, model) in enumerate(self.candidates):
-            chunks = provider.stream({**body, "model": model})
+            chunks = provider.stream(replace(request, model=model))
             try:
                 first = await anext(chunks)
             except StopAsyncIteration:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator
-from typing import Any
 
 from app.config import ProviderConfig
+from app.engine.model import Delta, UpstreamRequest
 from app.providers.answers import Chunk, Completion
 from app.providers.base import HttpProvider
+from app.providers.openai_format import delta_from_chunk, delta_from_completion, to_openai
 
 
 class OpenAIProvider(HttpProvider):
@@ -16,11 +17,12 @@ class OpenAIProvider(HttpProvider):
         auth = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         super().__init__(name, config, auth, unset_key_variable)
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.checked(Completion, await self.post_json("/chat/completions", body), "chat completion")
+    async def complete(self, request: UpstreamRequest) -> Delta:
+        answer = await self.post_json("/chat/completions", to_openai(request))
+        return delta_from_completion(self.checked(Completion, answer, "chat completion"))
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        async for chunk in self.stream_events("/chat/completions", body):
+    async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        async for chunk in self.stream_events("/chat/completions", to_openai(request)):
             if "error" in chunk:
                 raise self.error_from(502, json.dumps(chunk).encode())
-            yield self.checked(Chunk, chunk, "stream chunk")
+            yield delta_from_chunk(self.checked(Chunk, chunk, "stream chunk"))

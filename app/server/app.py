@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,11 +23,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import redaction
+from app.engine.answer import aggregate
 from app.engine.gateway import Gateway
 from app.engine.loop import ChatLoop
+from app.engine.model import ChatRequest
+from app.engine.record import RequestRecord
+from app.engine.request_tools import RequestTools
 from app.engine.sessions import SessionKey, session_of
-from app.fronts.chat_completions import GatewayError, error_body, parse_chat_request
-from app.fronts.chat_stream import stream_chat
+from app.errors import GatewayError, RequestRefused, error_body
+from app.fronts.chat_completions import ChatStream, chat_request, chat_sse, completion
+from app.fronts.chat_wire import parse_chat_request
 from app.mcp.front.http import HttpFront, McpPathDispatch
 from app.server.auth import ApiKeyMiddleware
 from app.server.disconnect import ClientGone, run_while_connected
@@ -136,37 +141,42 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
     REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
     started = time.perf_counter()
     facts: dict[str, Any] = {"model": None, "provider": None}
-    loop: ChatLoop | None = None
+    record = RequestRecord()
     try:
         body = await _read_body(request, headers.get("content-length"), gateway.config.max_request_bytes)
         limits = (gateway.config.max_messages, gateway.config.max_client_tools)
         if len(body) > OFF_LOOP_BODY_BYTES:  # decoding and validating a large body takes milliseconds
-            chat_request, payload = await asyncio.to_thread(parse_chat_request, body, *limits)
+            chat = await asyncio.to_thread(_parse, body, *limits)
         else:
-            chat_request, payload = parse_chat_request(body, *limits)
-        facts["model"] = chat_request.model
+            chat = _parse(body, *limits)
+        facts["model"] = chat.model
         client_key = _client_upstream_key(headers, gateway)
         if client_key and any(provider.forward_client_auth for provider in gateway.config.providers.values()):
             redaction.add_request_secret(client_key)  # an upstream may echo the caller's own key too
-        route = gateway.router.route(chat_request.model, client_key)
+        route = gateway.router.route(chat.model, client_key)
         facts["provider"] = route.provider.name
         session = session_of(
-            request.scope, headers.get("x-session-id"), chat_request.session_id, gateway.config.max_session_id_chars
+            request.scope, headers.get("x-session-id"), chat.session_id, gateway.config.max_session_id_chars
         )
-        tools = await gateway.request_tools(chat_request, session)
+        tools = await gateway.request_tools(chat, session)
         loop = ChatLoop(route, tools, gateway.mcp, gateway.config.max_rounds)
-        if chat_request.stream:
-            return _stream(gateway, loop, payload, request_id, started, facts, session)
+        events = record.observe(loop.events(chat))
+        if chat.stream:
+            facts["stream"] = True
+            stream = ChatStream(route.model, chat.options.include_usage)
+            return _stream(gateway, chat_sse(events, stream), request_id, started, facts, record, session, tools)
         remaining = max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001)
         try:
-            result = await run_while_connected(request.receive, loop.run(payload), remaining)
+            answer = await run_while_connected(request.receive, aggregate(events), remaining)
         except TimeoutError:
             raise _deadline_error(gateway) from None
         if session is not None:
             await gateway.sessions.remember(session, tools.discovered)
-        response: Response = JSONResponse(result)
+        response: Response = JSONResponse(completion(answer, route.model))
     except ClientGone:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
+    except RequestRefused as exc:
+        response = JSONResponse(exc.as_gateway_error().body(), 400)
     except GatewayError as exc:
         response = JSONResponse(exc.body(), exc.status)
     except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
@@ -175,8 +185,12 @@ async def _chat(gateway: Gateway, request: Request) -> Response:
         status, error = _unexpected(request_id)
         response = JSONResponse(error, status)
     response.headers["x-request-id"] = request_id
-    _log_request(gateway, request_id, response.status_code, started, facts, loop)
+    _log_request(gateway, request_id, response.status_code, started, facts, record)
     return response
+
+
+def _parse(body: bytes, max_messages: int, max_tools: int) -> ChatRequest:
+    return chat_request(*parse_chat_request(body, max_messages, max_tools))
 
 
 def _deadline_error(gateway: Gateway) -> GatewayError:
@@ -196,12 +210,13 @@ def _unexpected(request_id: str) -> ErrorAnswer:
 
 def _stream(
     gateway: Gateway,
-    loop: ChatLoop,
-    payload: dict[str, Any],
+    sse_events: AsyncGenerator[str, None],
     request_id: str,
     started: float,
     facts: dict[str, Any],
+    record: RequestRecord,
     session: SessionKey | None,
+    tools: RequestTools,
 ) -> Response:
     """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
 
@@ -210,12 +225,12 @@ def _stream(
 
     async def close(status: int) -> None:
         if session is not None:
-            await gateway.sessions.remember(session, loop.tools.discovered)
-        _log_request(gateway, request_id, status, started, {**facts, "stream": True}, loop)
+            await gateway.sessions.remember(session, tools.discovered)
+        _log_request(gateway, request_id, status, started, facts, record)
 
     timeout = _deadline_error(gateway)
     return EventStreamResponse(
-        stream_chat(loop, payload),
+        sse_events,
         error=error,
         deadline=max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001),
         deadline_error=(timeout.status, timeout.body()),
@@ -286,31 +301,31 @@ def _too_large(limit: int) -> GatewayError:
 
 
 def _log_request(
-    gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], loop: ChatLoop | None
+    gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], record: RequestRecord
 ) -> None:
-    """The request's one log line, and its metrics."""
+    """The request's one log line, and its metrics, from what its events recorded."""
     metrics = gateway.metrics
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
     fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
-    if loop is not None:
-        usage = loop.stats.usage or {}
+    stats = record.discovery
+    if stats is not None:
         fields.update(
-            rounds=loop.stats.rounds,
-            searches=loop.tools.search_calls,
-            found=",".join(loop.tools.found_by_search) or "-",
-            prefetched=",".join(loop.tools.prefetched) or "-",
-            called=",".join(loop.stats.tools_called) or "-",
-            mcp_errors=loop.stats.mcp_errors,
-            upstream_ms=round(loop.stats.upstream_seconds * 1000, 1),
-            tokens=usage.get("total_tokens", "-"),
-            tool_tokens_saved=loop.stats.tokens_saved,
+            rounds=record.rounds,
+            searches=stats.search_calls,
+            found=",".join(stats.tools_discovered) or "-",
+            prefetched=",".join(stats.tools_prefetched) or "-",
+            called=",".join(stats.tools_called) or "-",
+            mcp_errors=record.mcp_errors,
+            upstream_ms=round(record.upstream_seconds * 1000, 1),
+            tokens=record.usage.total_tokens if record.usage is not None else "-",
+            tool_tokens_saved=record.tokens_saved,
         )
-        metrics.rounds.inc(loop.stats.rounds)
-        metrics.searches.inc(loop.tools.search_calls)
-        metrics.discovered.inc(len(loop.tools.found_by_search))
-        metrics.prefetched.inc(len(loop.tools.prefetched))
-        metrics.tokens_saved.inc(loop.stats.tokens_saved)
-        if loop.stats.rounds:
-            metrics.upstream.labels(loop.route.provider.name).observe(loop.stats.upstream_seconds)
+        metrics.searches.inc(stats.search_calls)
+        metrics.discovered.inc(len(stats.tools_discovered))
+        metrics.prefetched.inc(len(stats.tools_prefetched))
+    metrics.rounds.inc(record.rounds)
+    metrics.tokens_saved.inc(record.tokens_saved)
+    if record.rounds and facts.get("provider"):
+        metrics.upstream.labels(facts["provider"]).observe(record.upstream_seconds)
     fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
     log_fields(log, "request", fields)

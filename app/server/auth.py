@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.fronts.chat_completions import error_body
+from app.errors import error_body
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 SCOPE_KEY = "toolsift.identity"

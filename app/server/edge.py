@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.fronts.chat_completions import error_body
+from app.errors import error_body
 from app.server.observability import REQUEST_ID
 
 REQUEST_ID_HEADER = b"x-request-id"

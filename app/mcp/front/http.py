@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import unknown_tool_set
-from app.fronts.chat_completions import GatewayError
+from app.errors import GatewayError
 from app.mcp.client.connections import McpManager
 from app.mcp.front.server import Front, Mode
 from app.server.auth import identify
@@ -80,7 +80,7 @@ class HttpFront:
         tool_set = (query.get("tool_set") or [None])[0]
         app = self.apps.get(tool_set)
         if app is None:
-            await _error(send, unknown_tool_set(tool_set, self.config))
+            await _error(send, unknown_tool_set(tool_set, self.config).as_gateway_error())
             return
         await app(scope, receive, send)
 

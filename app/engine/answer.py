@@ -1,0 +1,71 @@
+"""A plain (non-streamed) answer: the loop's events aggregated into one result that any front renders."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable
+from dataclasses import dataclass, field
+
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    DiscoveryStats,
+    Event,
+    Failed,
+    Finished,
+    ReasoningDelta,
+)
+from app.engine.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.engine.turn import merged_logprobs
+
+
+@dataclass
+class Answer:
+    content: str | None
+    reasoning: str | None
+    reasoning_field: str
+    tool_calls: list[ToolCall]
+    finish_reason: str
+    usage: Usage | None
+    discovery: DiscoveryStats
+    meta: ResponseMeta
+    logprobs: JsonObject | None = None
+    extra: Native | None = None
+
+
+@dataclass
+class _Parts:
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_field: str = "reasoning_content"
+    calls: list[ToolCall] = field(default_factory=list)
+    logprobs: JsonObject | None = None
+
+
+async def aggregate(events: AsyncIterable[Event]) -> Answer:
+    """Everything the events said, as one answer; a `Failed` request raises its error."""
+    parts = _Parts()
+    async for event in events:
+        if isinstance(event, ContentDelta):
+            parts.content.append(event.text)
+            parts.logprobs = merged_logprobs(parts.logprobs, event.logprobs)
+        elif isinstance(event, ReasoningDelta):
+            parts.reasoning.append(event.text)
+            parts.reasoning_field = event.field
+        elif isinstance(event, ClientToolCall):
+            parts.calls.append(event.call)
+        elif isinstance(event, Finished):
+            return Answer(
+                content="".join(parts.content) or None,
+                reasoning="".join(parts.reasoning) or None,
+                reasoning_field=parts.reasoning_field,
+                tool_calls=parts.calls,
+                finish_reason=event.finish_reason,
+                usage=event.usage,
+                discovery=event.discovery,
+                meta=event.meta,
+                logprobs=parts.logprobs,
+                extra=event.extra,
+            )
+        elif isinstance(event, Failed):
+            raise event.error
+    raise AssertionError("the loop ended without Finished or Failed")  # pragma: no cover

@@ -1,0 +1,136 @@
+"""What the loop yields while it runs a request: one stream of typed events for every consumer.
+
+A front renders them (a plain answer aggregates them, a stream writes them as they come), the request record
+counts them for the log line and metrics, and MCP progress notifications can follow them. The last event is
+always `Finished` or `Failed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.engine.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.errors import GatewayError
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStarted:
+    """The upstream's first piece of a round arrived (so its id and model are known)."""
+
+    round: int
+    meta: ResponseMeta
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta:
+    text: str
+    logprobs: JsonObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    field: str = "reasoning_content"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientToolCall:
+    """A call of the client's own tool: it ends the request and goes back to the client."""
+
+    index: int
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDone:
+    query: str | None
+    found: tuple[str, ...]
+    weak: bool  # every result matched by meaning alone
+
+
+@dataclass(frozen=True, slots=True)
+class McpCallStarted:
+    name: str
+    server: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpCallFinished:
+    name: str
+    server: str
+    ok: bool
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFinished:
+    """An upstream call ended, answered or not; `unsent_tool_tokens` are the deferred definitions it did not carry."""
+
+    round: int
+    seconds: float
+    usage: Usage | None
+    unsent_tool_tokens: int
+    ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAlive:
+    """Nothing to say yet; rendered by streams that have waited (the SSE response makes these on a timer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryStats:
+    rounds: int
+    search_calls: int
+    tools_discovered: tuple[str, ...]
+    tools_prefetched: tuple[str, ...]
+    tools_called: tuple[str, ...]
+    deferred_tools: int
+    loaded_tools: tuple[str, ...]
+    round_limit_reached: bool
+
+    def as_json(self) -> JsonObject:
+        return {
+            "rounds": self.rounds,
+            "search_calls": self.search_calls,
+            "tools_discovered": list(self.tools_discovered),
+            "tools_prefetched": list(self.tools_prefetched),
+            "tools_called": list(self.tools_called),
+            "deferred_tools": self.deferred_tools,
+            "loaded_tools": list(self.loaded_tools),
+            "round_limit_reached": self.round_limit_reached,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The answer is complete: why it ended, usage summed over rounds, and what discovery did."""
+
+    finish_reason: str
+    usage: Usage | None
+    discovery: DiscoveryStats
+    meta: ResponseMeta = field(default_factory=ResponseMeta)  # the last round's
+    extra: Native | None = None  # the last round's upstream-native message fields (a refusal, annotations, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The request failed; streams that already sent something report it as an error event."""
+
+    error: GatewayError
+    discovery: DiscoveryStats
+
+
+Event = (
+    RoundStarted
+    | ContentDelta
+    | ReasoningDelta
+    | ClientToolCall
+    | SearchDone
+    | McpCallStarted
+    | McpCallFinished
+    | RoundFinished
+    | KeepAlive
+    | Finished
+    | Failed
+)
