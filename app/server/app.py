@@ -60,7 +60,8 @@ def create_app(gateway: Gateway) -> ASGIApp:
         finally:
             await gateway.stop()
 
-    docs = gateway.config.api_docs
+    config = gateway.config
+    docs = config.api_docs
     app = FastAPI(
         title="toolsift",
         lifespan=lifespan,
@@ -100,11 +101,18 @@ def create_app(gateway: Gateway) -> ASGIApp:
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        data = [
-            {"id": alias, "object": "model", "created": 0, "owned_by": model.provider}
-            for alias, model in gateway.config.models.items()
-        ]
-        return {"object": "list", "data": data}
+        return {"object": "list", "data": [_model(alias, model.provider) for alias, model in config.models.items()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str) -> Response:
+        alias = config.models.get(model_id)
+        if alias is not None:
+            return JSONResponse(_model(model_id, alias.provider))
+        if config.default_provider is not None:  # the default provider serves any other name
+            return JSONResponse(_model(model_id, config.default_provider))
+        known = ", ".join(sorted(config.models)) or "none"
+        message = f"The model '{model_id}' does not exist here. Models: {known}."
+        return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
 
     async def chat_completions(request: Request) -> Response:
         return await _chat(gateway, request)
@@ -114,6 +122,10 @@ def create_app(gateway: Gateway) -> ASGIApp:
     # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
     return _guarded(ChatFastPath(app, _ChatEndpoint(gateway)), gateway)
+
+
+def _model(model_id: str, owner: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": owner}
 
 
 def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
