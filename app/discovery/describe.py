@@ -7,8 +7,10 @@ from typing import Any
 
 from app.engine.catalog import ToolEntry
 
+LOADED_NOTE = "These tools are now loaded and available to call."
 
-def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> str:
+
+def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool], loaded_note: str = LOADED_NOTE) -> str:
     any_new = False
     lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}:", ""]
     for entry in entries:
@@ -21,7 +23,7 @@ def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool]) -> 
             lines.append(f"  {_first_paragraph(entry.description)}")
         lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
         lines.append("")
-    lines.append("These tools are now loaded and available to call." if any_new else "These tools were already loaded.")
+    lines.append(loaded_note if any_new else "These tools were already loaded.")
     return "\n".join(lines)
 
 

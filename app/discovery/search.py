@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.config import SEARCH_RESULTS_HARD_CAP
-from app.discovery.describe import describe
+from app.discovery.describe import LOADED_NOTE, describe
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
@@ -131,13 +131,25 @@ class SearchOutcome:
     weak: bool = False  # the results matched by meaning only, no word of the query
 
 
+@dataclass(frozen=True)
+class Found:
+    """What a search looks in, what counts as loaded already, and how newly found tools are announced."""
+
+    discovery: Discovery
+    is_loaded: Callable[[str], bool]
+    loaded_note: str
+
+
 def run_search(
     arguments: dict[str, Any],
     discovery: Discovery,
     is_loaded: Callable[[str], bool],
     limit: int,
     loaded_servers: Sequence[str] = (),
+    loaded_note: str = LOADED_NOTE,
 ) -> SearchOutcome:
+    """Answer a `search_tools` call. `loaded_note` closes a list of newly found tools: what the caller can now
+    do with them (the MCP front's proxy mode calls them through `call_tool`)."""
     query = arguments.get("query")
     server = arguments.get("server_name")
     names = arguments.get("tool_names")
@@ -154,7 +166,8 @@ def run_search(
         return SearchOutcome(
             "Error: search_tools needs at least one of 'query' (keywords), 'server_name' or 'tool_names'.", []
         )
-    outcome = _search(query, server, names, discovery, is_loaded, limit, loaded_servers, notes)
+    found = Found(discovery, is_loaded, loaded_note)
+    outcome = _search(query, server, names, found, limit, loaded_servers, notes)
     if notes:
         return SearchOutcome("\n".join([outcome.text, "", *notes]), outcome.found, outcome.weak)
     return outcome
@@ -164,12 +177,12 @@ def _search(
     query: str | None,
     server: str | None,
     names: list[str] | None,
-    discovery: Discovery,
-    is_loaded: Callable[[str], bool],
+    found: Found,
     limit: int,
     loaded_servers: Sequence[str],
     notes: list[str],
 ) -> SearchOutcome:
+    discovery = found.discovery
     if server is not None and server not in discovery.by_group:
         if server in loaded_servers:
             return SearchOutcome(f"The tools of server '{server}' are already loaded; call them directly.", [])
@@ -182,11 +195,11 @@ def _search(
         if len(names) > MAX_NAMES:
             notes.append(f"Note: only the first {MAX_NAMES} of {len(names):,} names were looked at.")
             names = names[:MAX_NAMES]
-        return _by_names(names, server, discovery, is_loaded)
+        return _by_names(names, server, found)
     if query is not None:
-        return _by_query(query, server, discovery, is_loaded, limit)
+        return _by_query(query, server, found, limit)
     assert server is not None
-    return _by_server(server, discovery, is_loaded)
+    return _by_server(server, found)
 
 
 def clean_query(query: str) -> str:
@@ -213,9 +226,8 @@ def _names_in_query(query: str, server: str | None, discovery: Discovery) -> lis
     return None
 
 
-def _by_names(
-    names: list[str], server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool]
-) -> SearchOutcome:
+def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutcome:
+    discovery, is_loaded = scope.discovery, scope.is_loaded
     found: list[ToolEntry] = []
     missing: list[str] = []
     for name in dict.fromkeys(names):
@@ -223,7 +235,7 @@ def _by_names(
         if not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
-    text = describe(found, is_loaded) if found else ""
+    text = describe(found, is_loaded, scope.loaded_note) if found else ""
     if missing:
         notes = [
             f"No tool named '{shown_name(name)}'{_scope(server)}."
@@ -329,9 +341,8 @@ def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterato
     return (Scored(entry, score, score) for entry, score in discovery.index.rank(text, required))
 
 
-def _by_query(
-    query: str, server: str | None, discovery: Discovery, is_loaded: Callable[[str], bool], limit: int
-) -> SearchOutcome:
+def _by_query(query: str, server: str | None, scope: Found, limit: int) -> SearchOutcome:
+    discovery, is_loaded = scope.discovery, scope.is_loaded
     already: list[ToolEntry] = []
     ranked = scored_tools(discovery, query, server, limit, is_loaded, already)
     fresh = [found.entry for found in ranked]
@@ -342,7 +353,7 @@ def _by_query(
             f"tool_names from the manifest.{hint}",
             [],
         )
-    text = describe(fresh, is_loaded) if fresh else "No new tools found."
+    text = describe(fresh, is_loaded, scope.loaded_note) if fresh else "No new tools found."
     if ranked and ranked[0].weak:
         text = (
             f"No tool matches the words of '{shown_name(query)}'; these are the closest by meaning (weak matches: "
@@ -353,10 +364,11 @@ def _by_query(
     return SearchOutcome(text, fresh, weak=bool(ranked and ranked[0].weak))
 
 
-def _by_server(server: str, discovery: Discovery, is_loaded: Callable[[str], bool]) -> SearchOutcome:
+def _by_server(server: str, scope: Found) -> SearchOutcome:
+    discovery, is_loaded = scope.discovery, scope.is_loaded
     entries = discovery.by_group[server]
     shown = entries[:SEARCH_RESULTS_HARD_CAP]
-    text = describe(shown, is_loaded)
+    text = describe(shown, is_loaded, scope.loaded_note)
     rest = entries[SEARCH_RESULTS_HARD_CAP:]
     if rest:
         text += (

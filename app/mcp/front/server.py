@@ -83,6 +83,9 @@ class LazySearch(Tool):
         return ToolResult(content=outcome.text)
 
 
+PROXY_NOTE = "These tools are callable through call_tool."
+
+
 class ProxySearch(Tool):
     """`search_tools` in proxy mode: found tools with their full input schemas, to call through `call_tool`."""
 
@@ -91,16 +94,15 @@ class ProxySearch(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         await prepare_query(self._discovery, arguments.get("query"))
-        outcome = run_search(arguments, self._discovery, lambda name: False, self._limit)
+        outcome = run_search(arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE)
         if not outcome.found:
             return ToolResult(content=outcome.text)
         found = [
             {"name": entry.name, "description": entry.description, "input_schema": entry.parameters}
             for entry in outcome.found
         ]
-        text = outcome.text.replace("now loaded and available to call", "callable through call_tool")
         return ToolResult(
-            content=f"{text}\n\n{json.dumps(found, ensure_ascii=False)}", structured_content={"tools": found}
+            content=f"{outcome.text}\n\n{json.dumps(found, ensure_ascii=False)}", structured_content={"tools": found}
         )
 
 
