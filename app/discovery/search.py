@@ -10,7 +10,7 @@ import difflib
 import heapq
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.config import SEARCH_RESULTS_HARD_CAP
@@ -128,6 +128,7 @@ class Discovery:
 class SearchOutcome:
     text: str
     found: list[ToolEntry]
+    related: list[ToolEntry] = field(default_factory=list)  # loaded along with `found` (load_related)
 
 
 def run_search(
