@@ -164,3 +164,21 @@ def test_always_load_keeps_named_tools_loaded_and_the_manifest_says_so() -> None
     )
     assert "loaded already, call directly: notes__get_issue, notes__list_projects" in text
     assert "- finance (3 tools): get_issue, create_issue, convert_currency\n" in text
+
+
+def test_a_search_naming_an_always_loaded_tool_says_it_is_loaded_instead_of_unknown() -> None:
+    servers = {
+        "notes": {"command": "unused", "defer_loading": True, "always_load": ["list_projects", "get_issue"]},
+        "finance": {"command": "unused", "defer_loading": True},
+    }
+    catalog = _catalog(mcpServers=servers)
+    entries = list(catalog.tools.values())
+    groups = mcp_groups(catalog, [e for e in entries if e.deferred], [e for e in entries if not e.deferred])
+    discovery = Discovery.build(groups)
+    outcome = run_search({"tool_names": ["list_projects", "notes__get_issue", "nope"]}, discovery, lambda n: False, 5)
+    assert outcome.found == []
+    assert "'list_projects' is always loaded, as notes__list_projects: call it directly." in outcome.text
+    assert "'get_issue' is always loaded, as notes__get_issue: call it directly." in outcome.text
+    assert "No tool named 'nope'" in outcome.text and "No tool named 'list_projects'" not in outcome.text
+    scoped = run_search({"tool_names": ["list_projects"], "server_name": "finance"}, discovery, lambda n: False, 5)
+    assert "No tool named 'list_projects' on server 'finance'" in scoped.text

@@ -69,6 +69,8 @@ class Discovery:
     by_group: dict[str, list[ToolEntry]]
     tokens: int  # estimated tokens of all these tools' definitions
     semantic: SemanticSearch | None = None
+    # The groups' tools that stay loaded, by exposed and by bare name: a search naming one says so.
+    always_loaded: dict[str, ToolEntry] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -99,6 +101,7 @@ class Discovery:
             by_group={group.label: list(group.tools) for group in groups},
             tokens=sum(entry.tokens for entry in entries),
             semantic=semantic,
+            always_loaded=_always_loaded(groups),
         )
 
     def with_group(self, group: ManifestGroup) -> Discovery:
@@ -121,7 +124,17 @@ class Discovery:
             by_group={**self.by_group, **extra.by_group},
             tokens=self.tokens + extra.tokens,
             semantic=self.semantic,
+            always_loaded={**extra.always_loaded, **self.always_loaded},
         )
+
+
+def _always_loaded(groups: Sequence[ManifestGroup]) -> dict[str, ToolEntry]:
+    found: dict[str, ToolEntry] = {}
+    for group in groups:
+        for entry in group.loaded:
+            found.setdefault(entry.original_name, entry)
+            found[entry.name] = entry
+    return found
 
 
 @dataclass(frozen=True)
@@ -218,9 +231,13 @@ def _by_names(
 ) -> SearchOutcome:
     found: list[ToolEntry] = []
     missing: list[str] = []
+    loaded: list[str] = []
     for name in dict.fromkeys(names):
         matches = _resolve_name(name, server, discovery)
-        if not matches:
+        stays = discovery.always_loaded.get(name)
+        if not matches and stays is not None and server in (None, stays.server):
+            loaded.append(f"'{stays.original_name}' is always loaded, as {stays.name}: call it directly.")
+        elif not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
     text = describe(found, is_loaded) if found else ""
@@ -231,6 +248,8 @@ def _by_names(
             for position, name in enumerate(missing)
         ]
         text = "\n".join(([text, ""] if text else []) + notes)
+    if loaded:
+        text = "\n".join(([text, ""] if text else []) + loaded)
     return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
 
 

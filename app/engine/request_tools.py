@@ -63,12 +63,12 @@ def mcp_groups(catalog: Catalog, deferred: list[ToolEntry], loaded: Iterable[Too
     by_server: dict[str, list[ToolEntry]] = {}
     for entry in deferred:
         by_server.setdefault(entry.server or "", []).append(entry)
-    loaded_names: dict[str, list[str]] = {}
+    stay: dict[str, list[ToolEntry]] = {}
     for entry in loaded:
         if entry.server in by_server:
-            loaded_names.setdefault(entry.server, []).append(entry.name)
+            stay.setdefault(entry.server, []).append(entry)
     return [
-        ManifestGroup(name, catalog.servers[name].description, tools, tuple(loaded_names.get(name, ())))
+        ManifestGroup(name, catalog.servers[name].description, tools, tuple(stay.get(name, ())))
         for name, tools in by_server.items()
     ]
 
