@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SEARCH_RESULTS_HARD_CAP = 25
+LOAD_RELATED_DEFAULT = 0  # set by bench/related.py's measurement (see README)
 # A URL query parameter whose name contains one of these carries a credential (`?key=`, `?access_token=`, `?sig=`).
 _CREDENTIAL_PARAMS = ("key", "token", "secret", "sig", "pass", "auth", "cred", "session", "code")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot", "digest"})
@@ -84,6 +85,9 @@ class McpServerConfig(BaseModel):
     transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     defer_loading: bool = False
+    always_load: list[str] = Field(
+        default_factory=list, description="tools of a deferred server that stay loaded (the server's own names)"
+    )
     disabled: bool = False
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
@@ -155,6 +159,9 @@ class ToolDiscoveryConfig(_Strict):
     manifest_max_tokens: int = Field(1000, ge=100)
     prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
     prefetch_min_match: float = Field(0.3, ge=0, le=1, description="score / best possible score for the query")
+    load_related: int = Field(
+        LOAD_RELATED_DEFAULT, ge=0, le=SEARCH_RESULTS_HARD_CAP, description="related tools loaded per found tool"
+    )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
 
 

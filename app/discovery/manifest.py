@@ -26,6 +26,7 @@ class ManifestGroup:
     label: str
     summary: str
     tools: Sequence[ToolEntry]
+    loaded: Sequence[ToolEntry] = ()  # the server's tools that stay loaded (always_load, alwaysLoad)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ def _render(group: ManifestGroup, shortened: list[str], detail: Detail) -> str:
         shown = shortened[: detail.names]
         rest = count - len(shown)
         head += ": " + ", ".join(shown) + (f", ... and {rest} more" if rest else "")
+    if group.loaded and detail.names != 0:
+        head += f"; loaded already, call directly: {', '.join(entry.name for entry in group.loaded)}"
     summary = group.summary
     if detail.summary_chars == 0 or not summary:
         return head

@@ -10,7 +10,7 @@ import difflib
 import heapq
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.config import SEARCH_RESULTS_HARD_CAP
@@ -69,6 +69,8 @@ class Discovery:
     by_group: dict[str, list[ToolEntry]]
     tokens: int  # estimated tokens of all these tools' definitions
     semantic: SemanticSearch | None = None
+    # The groups' tools that stay loaded, by exposed and by bare name: a search naming one says so.
+    always_loaded: dict[str, ToolEntry] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -99,6 +101,7 @@ class Discovery:
             by_group={group.label: list(group.tools) for group in groups},
             tokens=sum(entry.tokens for entry in entries),
             semantic=semantic,
+            always_loaded=_always_loaded(groups),
         )
 
     def with_group(self, group: ManifestGroup) -> Discovery:
@@ -121,7 +124,17 @@ class Discovery:
             by_group={**self.by_group, **extra.by_group},
             tokens=self.tokens + extra.tokens,
             semantic=self.semantic,
+            always_loaded={**extra.always_loaded, **self.always_loaded},
         )
+
+
+def _always_loaded(groups: Sequence[ManifestGroup]) -> dict[str, ToolEntry]:
+    found: dict[str, ToolEntry] = {}
+    for group in groups:
+        for entry in group.loaded:
+            found.setdefault(entry.original_name, entry)
+            found[entry.name] = entry
+    return found
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,7 @@ class SearchOutcome:
     text: str
     found: list[ToolEntry]
     weak: bool = False  # the results matched by meaning only, no word of the query
+    related: list[ToolEntry] = field(default_factory=list)  # loaded along with `found` (load_related)
 
 
 @dataclass(frozen=True)
@@ -230,9 +244,13 @@ def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutco
     discovery, is_loaded = scope.discovery, scope.is_loaded
     found: list[ToolEntry] = []
     missing: list[str] = []
+    loaded: list[str] = []
     for name in dict.fromkeys(names):
         matches = _resolve_name(name, server, discovery)
-        if not matches:
+        stays = discovery.always_loaded.get(name)
+        if not matches and stays is not None and server in (None, stays.server):
+            loaded.append(f"'{stays.original_name}' is always loaded, as {stays.name}: call it directly.")
+        elif not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
     text = describe(found, is_loaded, scope.loaded_note) if found else ""
@@ -243,6 +261,8 @@ def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutco
             for position, name in enumerate(missing)
         ]
         text = "\n".join(([text, ""] if text else []) + notes)
+    if loaded:
+        text = "\n".join(([text, ""] if text else []) + loaded)
     return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
 
 

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.config import Config, ExcludeSpec, ServerSelection
+from fastmcp.utilities.components import get_fastmcp_metadata
+
+from app.config import Config, ExcludeSpec, McpServerConfig, ServerSelection
 from app.engine.model import ClientTool, ToolSpec
 from app.errors import RequestRefused
 
@@ -23,6 +25,7 @@ MAX_NAME_LENGTH = 64
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 ALWAYS_LOAD_META = "anthropic/alwaysLoad"
 SEARCH_HINT_META = "anthropic/searchHint"
+MAX_TAGS = 16  # per tool: a server's meta is anyone's, the related-tool grouping reads only this many
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class ToolEntry:
     parameters: dict[str, Any]
     deferred: bool
     search_hint: str = ""
+    tags: tuple[str, ...] = ()  # the server's own grouping (`_meta` category / tags, fastmcp tags), lowercased
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
 
@@ -100,6 +104,7 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
         server_deferred = discovery.enabled and (discovery.defer_all or server_config.defer_loading)
         entries: list[ToolEntry] = []
         hints = config.tool_hints.get(server_name, {})
+        always = set(server_config.always_load)
         for tool in listings[server_name]:
             meta = getattr(tool, "meta", None) or {}
             name = exposed_name(server_name, tool.name, taken)
@@ -113,8 +118,9 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
                 server=server_name,
                 description=description,
                 parameters=parameters,
-                deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True,
+                deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True and tool.name not in always,
                 search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
+                tags=meta_tags(meta),
                 definition=definition,
                 tokens=estimate_tokens(definition),
             )
@@ -123,6 +129,25 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
         summary = server_config.description or _summarise(entries)
         servers[server_name] = ServerTools(server_name, summary, server_deferred, tuple(entries))
     return Catalog(version=version, servers=servers, tools=tools)
+
+
+def meta_tags(meta: Any) -> tuple[str, ...]:
+    """A tool's groups as its server states them: `_meta` `category` and `tags`, and fastmcp's tags."""
+    if not isinstance(meta, dict):
+        return ()
+    raw: list[Any] = [meta.get("category"), meta.get("tags"), get_fastmcp_metadata(meta).get("tags")]
+    found: list[str] = []
+    for value in raw:
+        for tag in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(tag, str) and tag.strip() and len(found) < MAX_TAGS:
+                found.append(tag.strip().lower()[:64])
+    return tuple(dict.fromkeys(found))
+
+
+def unknown_always_load(server: McpServerConfig, tool_names: Iterable[str]) -> list[str]:
+    """The `always_load` names this server does not list (a typo would otherwise silently defer the tool)."""
+    listed = set(tool_names)
+    return [name for name in server.always_load if name not in listed]
 
 
 def _clean_schema(schema: Any) -> dict[str, Any]:

@@ -50,8 +50,7 @@ class Gateway:
         """Build the index and manifest (and queue the tools for embedding) now, at start-up or after a catalog
         change, rather than in the first request that needs them (a few hundred ms on 2 cores)."""
         catalog = self.mcp.catalog
-        deferred = [entry for entry in select_mcp_tools(catalog, self.config, None) if entry.deferred]
-        self.discovery.get(catalog, None, deferred)
+        self.discovery.get(catalog, None, select_mcp_tools(catalog, self.config, None))
 
     async def stop(self) -> None:
         await self.semantic.aclose()

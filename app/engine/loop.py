@@ -200,7 +200,8 @@ class ChatLoop:
             self.tools.search_calls += 1
             return problem, SearchDone(query, (), False)
         outcome = self.tools.search(arguments)
-        return outcome.text, SearchDone(query, tuple(entry.name for entry in outcome.found), outcome.weak)
+        loaded = tuple(entry.name for entry in [*outcome.found, *outcome.related])
+        return outcome.text, SearchDone(query, loaded, outcome.weak)
 
     def _refusal(self, name: str, kind: ToolKind) -> str:
         name = shown_name(name)  # a model's name is anything

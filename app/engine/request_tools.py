@@ -13,6 +13,7 @@ from typing import Any
 
 from app.config import Config
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
+from app.discovery.related import with_related
 from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
@@ -38,30 +39,48 @@ class DiscoveryCache:
         self._version = -1
         self._by_tool_set: dict[str | None, Discovery | None] = {}
 
-    def get(self, catalog: Catalog, tool_set: str | None, deferred: list[ToolEntry]) -> Discovery | None:
+    def get(self, catalog: Catalog, tool_set: str | None, mcp: list[ToolEntry]) -> Discovery | None:
+        """The discovery of `tool_set`, whose MCP tools (loaded and deferred) are `mcp`."""
         if catalog.version != self._version:
             self._version, self._by_tool_set = catalog.version, {}
         if tool_set not in self._by_tool_set:
+            deferred = [entry for entry in mcp if entry.deferred]
             self._by_tool_set[tool_set] = (
-                Discovery.build(mcp_groups(catalog, deferred), self.manifest_max_tokens, semantic=self.semantic)
+                Discovery.build(
+                    mcp_groups(catalog, deferred, [entry for entry in mcp if not entry.deferred]),
+                    self.manifest_max_tokens,
+                    semantic=self.semantic,
+                )
                 if deferred
                 else None
             )
         return self._by_tool_set[tool_set]
 
 
-def mcp_groups(catalog: Catalog, deferred: list[ToolEntry]) -> list[ManifestGroup]:
+def mcp_groups(catalog: Catalog, deferred: list[ToolEntry], loaded: Iterable[ToolEntry] = ()) -> list[ManifestGroup]:
+    """One manifest group per server with deferred tools; its `loaded` tools (always_load, alwaysLoad) are named
+    in the group, so the model knows they need no search."""
     by_server: dict[str, list[ToolEntry]] = {}
     for entry in deferred:
         by_server.setdefault(entry.server or "", []).append(entry)
-    return [ManifestGroup(name, catalog.servers[name].description, tools) for name, tools in by_server.items()]
+    stay: dict[str, list[ToolEntry]] = {}
+    for entry in loaded:
+        if entry.server in by_server:
+            stay.setdefault(entry.server, []).append(entry)
+    return [
+        ManifestGroup(name, catalog.servers[name].description, tools, tuple(stay.get(name, ())))
+        for name, tools in by_server.items()
+    ]
 
 
 class RequestTools:
-    def __init__(self, entries: list[ToolEntry], discovery: Discovery | None, max_results: int) -> None:
+    def __init__(
+        self, entries: list[ToolEntry], discovery: Discovery | None, max_results: int, load_related: int = 0
+    ) -> None:
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
+        self.load_related = load_related  # related tools a search loads per found tool
         self._initial = [entry.name for entry in entries if discovery is None or not entry.deferred]
         self._loaded = set(self._initial)
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
@@ -136,7 +155,8 @@ class RequestTools:
         self.search_calls += 1
         loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         outcome = run_search(arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers)
-        self.found_by_search.extend(self.load(entry.name for entry in outcome.found))
+        outcome = with_related(outcome, self.discovery, self.load_related, self.is_loaded)
+        self.found_by_search.extend(self.load(entry.name for entry in [*outcome.found, *outcome.related]))
         return outcome
 
 
@@ -148,14 +168,15 @@ def prepare_request_tools(
     client = client_entries(request.tools, catalog.tools)
     enabled = config.tool_discovery.enabled
     deferred_client = [entry for entry in client if entry.deferred] if enabled else []
-    discovery = cache.get(catalog, request.tool_set, [entry for entry in mcp if entry.deferred])
+    discovery = cache.get(catalog, request.tool_set, mcp)
     if deferred_client:
         label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
         group = ManifestGroup(label, "Tools of the calling application", deferred_client)
         discovery = discovery.with_group(group) if discovery else Discovery.build([group], semantic=cache.semantic)
     if not enabled:
         discovery = None
-    return RequestTools([*client, *mcp], discovery, config.tool_discovery.max_search_results)
+    discovery_config = config.tool_discovery
+    return RequestTools([*client, *mcp], discovery, discovery_config.max_search_results, discovery_config.load_related)
 
 
 def latest_user_text(messages: list[Message]) -> str:

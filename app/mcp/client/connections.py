@@ -24,7 +24,7 @@ from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
 from app.config import Config, McpServerConfig
-from app.engine.catalog import Catalog, build_catalog
+from app.engine.catalog import Catalog, build_catalog, unknown_always_load
 from app.mcp.client.results import error_text, redacted, result_text
 from app.redaction import redact
 
@@ -130,7 +130,7 @@ class ServerConnection:
         try:
             async with client:
                 self._client = client
-                self.tools = await client.list_tools()
+                self._listed(await client.list_tools())
                 self.state, self.error = ServerState.UP, None
                 log.info(
                     "mcp server up server=%s transport=%s tools=%d", self.name, self.transport_name, len(self.tools)
@@ -158,10 +158,22 @@ class ServerConnection:
             self._refresh.clear()
             tools = await client.list_tools()
             if [tool.model_dump() for tool in tools] != [tool.model_dump() for tool in self.tools]:
-                self.tools = tools
+                self._listed(tools)
                 log.info("mcp tools changed server=%s tools=%d", self.name, len(tools))
                 self._on_tools()
         self._lost.clear()
+
+    def _listed(self, tools: list[mcp_types.Tool]) -> None:
+        """Take a new listing; `always_load` names it lacks are a warning that says what the server has."""
+        self.tools = tools
+        unknown = unknown_always_load(self.config, (tool.name for tool in tools))
+        if unknown:
+            log.warning(
+                "mcpServers.%s.always_load: unknown tools %s; the server's tools are: %s",
+                self.name,
+                ", ".join(unknown),
+                ", ".join(sorted(tool.name for tool in tools)) or "(none)",
+            )
 
     async def _lost_or_refresh(self) -> None:
         lost = asyncio.ensure_future(self._lost.wait())

@@ -29,7 +29,8 @@ from fastmcp.tools.base import Tool, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
-from app.config import Config
+from app.config import Config, ToolDiscoveryConfig
+from app.discovery.related import with_related
 from app.discovery.search import Discovery, prepare_query, run_search, shown_name
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
@@ -70,13 +71,15 @@ class LazySearch(Tool):
 
     _discovery: Discovery = PrivateAttr()
     _limit: int = PrivateAttr()
+    _related: int = PrivateAttr(default=0)
     _state: FrontState = PrivateAttr()
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         enabled = self._state.client().enabled
         await prepare_query(self._discovery, arguments.get("query"))
         outcome = run_search(arguments, self._discovery, lambda name: name in enabled, self._limit)
-        names = {entry.name for entry in outcome.found}
+        outcome = with_related(outcome, self._discovery, self._related, lambda name: name in enabled)
+        names = {entry.name for entry in [*outcome.found, *outcome.related]}
         if names:
             enabled.update(names)
             await get_context().send_notification(mcp_types.ToolListChangedNotification())
@@ -243,12 +246,14 @@ class Front:
         deferred = [entry for entry in entries if entry.deferred]
         discovery = (
             Discovery.build(
-                mcp_groups(manager.catalog, deferred), config.tool_discovery.manifest_max_tokens, semantic=self.semantic
+                mcp_groups(manager.catalog, deferred, [entry for entry in entries if not entry.deferred]),
+                config.tool_discovery.manifest_max_tokens,
+                semantic=self.semantic,
             )
             if deferred
             else None
         )
-        tools = _tools(entries, discovery, manager, mode, config.tool_discovery.max_search_results, note, self.state)
+        tools = _tools(entries, discovery, manager, mode, config.tool_discovery, note, self.state)
         for name in self.state.tool_names:
             self.server.local_provider.remove_tool(name)
         for tool in tools:
@@ -273,16 +278,17 @@ def _tools(
     discovery: Discovery | None,
     manager: McpManager,
     mode: Mode,
-    limit: int,
+    settings: ToolDiscoveryConfig,
     note: str,
     state: FrontState,
 ) -> list[Tool]:
+    limit = settings.max_search_results
     if mode == "full" or discovery is None:
         return [_forwarded(entry, manager) for entry in entries]
     search = discovery.definition["function"]
     if mode == "lazy":
         lazy = LazySearch(name=SEARCH_TOOL_NAME, description=search["description"], parameters=search["parameters"])
-        lazy._discovery, lazy._limit, lazy._state = discovery, limit, state
+        lazy._discovery, lazy._limit, lazy._related, lazy._state = discovery, limit, settings.load_related, state
         return [*(_forwarded(entry, manager) for entry in entries), lazy]
     description = search["description"].replace(
         "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
