@@ -40,8 +40,9 @@ from app.engine.model import (
     ToolSpec,
     Usage,
 )
-from app.errors import error_body
-from app.fronts.chat_wire import ChatCompletionRequest
+from app.errors import GatewayError, error_body
+from app.fronts.base import Call
+from app.fronts.chat_wire import ChatCompletionRequest, parse_chat_request
 from app.server.sse import KEEPALIVE, sse
 
 log = logging.getLogger("toolsift.stream")
@@ -237,3 +238,25 @@ async def chat_sse(events: AsyncGenerator[Event, None], stream: ChatStream) -> A
             raise
         log.exception("error while streaming")
         yield sse(error_body("Internal gateway error while streaming; see the gateway log.", "server_error"))
+
+
+class ChatCompletionsFront:
+    """`POST /v1/chat/completions`."""
+
+    keepalive = KEEPALIVE
+
+    def parse(self, body: bytes, call: Call) -> ChatRequest:
+        return chat_request(*parse_chat_request(body, call.limits.max_messages, call.limits.max_tools))
+
+    async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
+        return request
+
+    async def answer(self, answer: Answer, call: Call) -> JsonObject:
+        return completion(answer, call.model)
+
+    def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
+        include_usage = call.request is not None and call.request.options.include_usage
+        return chat_sse(events, ChatStream(call.model, include_usage))
+
+    def error(self, error: GatewayError) -> JsonObject:
+        return error.body()

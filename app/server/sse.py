@@ -45,6 +45,7 @@ class EventStreamResponse(Response):
         deadline: float,
         deadline_error: ErrorAnswer,
         keepalive: float,
+        keepalive_text: str = KEEPALIVE,
         headers: Mapping[str, str] | None = None,
         on_close: Callable[[int], Awaitable[None] | None] | None = None,
     ) -> None:
@@ -55,6 +56,7 @@ class EventStreamResponse(Response):
         self.deadline = deadline
         self.deadline_error = deadline_error
         self.keepalive = keepalive
+        self.keepalive_text = keepalive_text
         self.extra_headers = dict(headers or {})
         self.on_close = on_close
         self.init_headers({"cache-control": "no-cache", "x-accel-buffering": "no", **self.extra_headers})
@@ -96,7 +98,7 @@ class EventStreamResponse(Response):
                     await asyncio.sleep(due)
                     continue
                 try:
-                    await write(KEEPALIVE)
+                    await write(self.keepalive_text)
                 except OSError:
                     return  # the client is gone; the watcher ends the stream
 

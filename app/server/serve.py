@@ -1,0 +1,206 @@
+"""The pipeline every front's request goes through: body -> the front's parse -> model route -> the request's
+tools -> the loop -> the front's answer or stream, with one log line at the end.
+
+Every failure is answered in the front's own error shape; tracebacks stay in the log. The log line and metrics
+are counted from the loop's events (app.engine.record), never from the loop's insides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+
+from app import redaction
+from app.engine.answer import aggregate
+from app.engine.gateway import Gateway
+from app.engine.loop import ChatLoop
+from app.engine.record import RequestRecord
+from app.engine.request_tools import RequestTools
+from app.engine.sessions import SessionKey, session_of
+from app.errors import GatewayError, RequestRefused
+from app.fronts.base import Call, Front, Limits
+from app.server.auth import identity_of
+from app.server.disconnect import ClientGone, run_while_connected
+from app.server.edge import request_id_of
+from app.server.observability import REQUEST_ID, log_fields
+from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
+
+log = logging.getLogger("toolsift.http")
+OFF_LOOP_BODY_BYTES = 256 * 1024
+_PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
+
+
+async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
+    # One pass over the raw headers: Starlette's Headers scans the list per lookup and raises per missing name.
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]}
+    request_id = request_id_of(request.scope)
+    REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
+    started = time.perf_counter()
+    config = gateway.config
+    call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
+    facts: dict[str, Any] = {"model": None, "provider": None}
+    record = RequestRecord()
+    try:
+        body = await _read_body(request, headers.get("content-length"), config.max_request_bytes)
+        if len(body) > OFF_LOOP_BODY_BYTES:  # decoding and validating a large body takes milliseconds
+            chat = await asyncio.to_thread(front.parse, body, call)
+        else:
+            chat = front.parse(body, call)
+        chat = call.request = await front.prepare(chat, call)
+        facts["model"] = chat.model
+        client_key = _client_upstream_key(headers, gateway)
+        if client_key and any(provider.forward_client_auth for provider in config.providers.values()):
+            redaction.add_request_secret(client_key)  # an upstream may echo the caller's own key too
+        route = gateway.router.route(chat.model, client_key)
+        facts["provider"], call.model = route.provider.name, route.model
+        session = session_of(request.scope, headers.get("x-session-id"), chat.session_id, config.max_session_id_chars)
+        tools = await gateway.request_tools(chat, session)
+        loop = ChatLoop(route, tools, gateway.mcp, config.max_rounds)
+        events = record.observe(loop.events(chat))
+        if chat.stream:
+            facts["stream"] = True
+            return _stream(gateway, front, front.stream(events, call), call, started, facts, record, session, tools)
+        remaining = max(config.request_deadline - (time.perf_counter() - started), 0.001)
+        try:
+            answer = await run_while_connected(request.receive, aggregate(events), remaining)
+        except TimeoutError:
+            raise _deadline_error(gateway) from None
+        if session is not None:
+            await gateway.sessions.remember(session, tools.discovered)
+        response: Response = JSONResponse(await front.answer(answer, call))
+    except ClientGone:
+        response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
+    except RequestRefused as exc:
+        response = JSONResponse(front.error(exc.as_gateway_error()), 400)
+    except GatewayError as exc:
+        response = JSONResponse(front.error(exc), exc.status)
+    except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
+        response = JSONResponse(front.error(GatewayError(499, "The client disconnected.")), 499)
+    except Exception:
+        status, error = _unexpected(front, request_id)
+        response = JSONResponse(error, status)
+    response.headers["x-request-id"] = request_id
+    _log_request(gateway, request_id, response.status_code, started, facts, record)
+    return response
+
+
+def _deadline_error(gateway: Gateway) -> GatewayError:
+    return GatewayError(
+        504,
+        f"The request did not finish within the gateway's {gateway.config.request_deadline:g}s deadline.",
+        "server_error",
+        code="request_deadline",
+    )
+
+
+def _unexpected(front: Front, request_id: str) -> ErrorAnswer:
+    """A gateway bug: the traceback goes to the log (call from an `except` block), the client gets its id."""
+    log.exception("unhandled error id=%s", request_id)
+    message = f"Internal gateway error (request {request_id}); see the gateway log."
+    return 500, front.error(GatewayError(500, message, "server_error"))
+
+
+def _stream(
+    gateway: Gateway,
+    front: Front,
+    sse_events: AsyncGenerator[str, None],
+    call: Call,
+    started: float,
+    facts: dict[str, Any],
+    record: RequestRecord,
+    session: SessionKey | None,
+    tools: RequestTools,
+) -> Response:
+    """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
+
+    def error(exc: Exception) -> ErrorAnswer:
+        return (exc.status, front.error(exc)) if isinstance(exc, GatewayError) else _unexpected(front, call.request_id)
+
+    async def close(status: int) -> None:
+        if session is not None:
+            await gateway.sessions.remember(session, tools.discovered)
+        _log_request(gateway, call.request_id, status, started, facts, record)
+
+    timeout = _deadline_error(gateway)
+    return EventStreamResponse(
+        sse_events,
+        error=error,
+        deadline=max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001),
+        deadline_error=(timeout.status, front.error(timeout)),
+        keepalive=gateway.config.stream_keepalive_seconds,
+        keepalive_text=front.keepalive,
+        headers={"x-request-id": call.request_id},
+        on_close=close,
+    )
+
+
+def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:
+    """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
+    `Authorization` when that header is not already the gateway key."""
+    names = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
+    for header in names:
+        scheme, _, token = headers.get(header, "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            if not _PRINTABLE_ASCII.fullmatch(token.strip()):  # httpx could not send it on
+                raise GatewayError(
+                    400, f"'{header}' must carry a key of printable ASCII characters.", code="invalid_api_key"
+                )
+            return token.strip()
+    return None
+
+
+async def _read_body(request: Request, declared: str | None, limit: int) -> bytes:
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"Request body is larger than the gateway's limit of {limit:,} bytes.", code="payload_too_large"
+    )
+
+
+def _log_request(
+    gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], record: RequestRecord
+) -> None:
+    """The request's one log line, and its metrics, from what its events recorded."""
+    metrics = gateway.metrics
+    metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
+    fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
+    stats = record.discovery
+    if stats is not None:
+        fields.update(
+            rounds=record.rounds,
+            searches=stats.search_calls,
+            found=",".join(stats.tools_discovered) or "-",
+            prefetched=",".join(stats.tools_prefetched) or "-",
+            called=",".join(stats.tools_called) or "-",
+            mcp_errors=record.mcp_errors,
+            upstream_ms=round(record.upstream_seconds * 1000, 1),
+            tokens=record.usage.total_tokens if record.usage is not None else "-",
+            tool_tokens_saved=record.tokens_saved,
+        )
+        metrics.searches.inc(stats.search_calls)
+        metrics.discovered.inc(len(stats.tools_discovered))
+        metrics.prefetched.inc(len(stats.tools_prefetched))
+    metrics.rounds.inc(record.rounds)
+    metrics.tokens_saved.inc(record.tokens_saved)
+    if record.rounds and facts.get("provider"):
+        metrics.upstream.labels(facts["provider"]).observe(record.upstream_seconds)
+    fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    log_fields(log, "request", fields)
