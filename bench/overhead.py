@@ -5,7 +5,10 @@ For each target: sequential latency and first-token latency (interleaved request
 own process (from /proc, one target at a time), and throughput with 32 concurrent clients (measured with `wrk`
 when it is installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
 
-    python bench/overhead.py [--requests 300] [--seconds 10] [--litellm]
+    python bench/overhead.py [--requests 300] [--seconds 10] [--litellm] [--baseline DIR]
+
+`--baseline DIR` also runs the toolsift of another checkout (say `git worktree add /tmp/before HEAD~5`) as the
+target `baseline`, interleaved with this one, so a change is measured against what it replaces in one run.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM's proxy (installs it once)")
+    parser.add_argument("--baseline", type=Path, help="also measure the toolsift of this checkout, same run")
     args = parser.parse_args()
 
     upstream_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
@@ -120,6 +124,11 @@ def main() -> None:
         "direct": f"{upstream_url}/chat/completions",
         "toolsift": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
     }
+    if args.baseline:
+        baseline_port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
+        processes["baseline"], _ = start_gateway(config, baseline_port, env=env)
+        targets["baseline"] = f"http://127.0.0.1:{baseline_port}/v1/chat/completions"
     if args.litellm:
         processes["litellm"] = start_litellm(upstream_url, litellm_port)
         targets["litellm"] = f"http://127.0.0.1:{litellm_port}/v1/chat/completions"
@@ -128,6 +137,8 @@ def main() -> None:
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
         wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
+        if args.baseline:
+            wait_until_up(targets["baseline"].replace("/v1/chat/completions", "/healthz"), processes["baseline"])
         if args.litellm:
             wait_until_up(f"http://127.0.0.1:{litellm_port}/health/liveliness", processes["litellm"], seconds=180)
         latency: dict[str, list[float]] = {name: [] for name in targets}
@@ -176,6 +187,14 @@ def main() -> None:
     print(
         f"\ntoolsift adds p50 {added:+.2f} ms (first token {added_first:+.2f} ms), {cpu_added:.2f} ms CPU per request"
     )
+    if "baseline" in targets:
+        base_added = percentile(latency["baseline"], 0.5) - percentile(latency["direct"], 0.5)
+        base_first = percentile(first["baseline"], 0.5) - percentile(first["direct"], 0.5)
+        print(
+            f"baseline adds p50 {base_added:+.2f} ms (first token {base_first:+.2f} ms), {cpu['baseline']:.2f} ms CPU "
+            f"per request; toolsift / baseline: CPU {cpu_added / max(cpu['baseline'], 1e-9):.2f}x, "
+            f"throughput {rates['toolsift'][0] / max(rates['baseline'][0], 1e-9):.2f}x"
+        )
     if "litellm" in targets:
         ratio = rates["toolsift"][0] / max(rates["litellm"][0], 1e-9)
         print(f"throughput toolsift / litellm: {ratio:.1f}x")

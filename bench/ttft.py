@@ -4,7 +4,9 @@ Starts a minimal OpenAI-compatible streaming upstream and `toolsift serve` (on t
 servers, so every request builds its tool list and manifest) as separate processes, then sends interleaved
 streaming requests to each and reports p50/p99 of both and the gateway's overhead, measured in one run.
 
-    python bench/ttft.py [--requests 300]
+    python bench/ttft.py [--requests 300] [--baseline DIR]
+
+`--baseline DIR` also runs the toolsift of another checkout as the target `baseline`, interleaved, same run.
 """
 
 from __future__ import annotations
@@ -67,20 +69,28 @@ def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300, help="requests to each target (default 300)")
+    parser.add_argument("--baseline", type=Path, help="also measure the toolsift of this checkout, same run")
     args = parser.parse_args()
 
     upstream_port, gateway_port = free_port(), free_port()
     env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM_APP, str(upstream_port)])
     gateway, _ = start_gateway(demo_config(), gateway_port, env)
+    processes = [gateway]
+    targets = {
+        "direct": f"http://127.0.0.1:{upstream_port}/v1/chat/completions",
+        "gateway": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
+    }
+    if args.baseline:
+        baseline_port = free_port()
+        baseline_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+        processes.append(start_gateway(demo_config(), baseline_port, baseline_env)[0])
+        targets["baseline"] = f"http://127.0.0.1:{baseline_port}/v1/chat/completions"
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
-        wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
+        for process, url in zip(processes, list(targets.values())[1:], strict=True):
+            wait_until_up(url.replace("/v1/chat/completions", "/healthz"), process)
         body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "Say hello."}]}
-        targets = {
-            "direct": f"http://127.0.0.1:{upstream_port}/v1/chat/completions",
-            "gateway": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
-        }
         samples: dict[str, list[float]] = {name: [] for name in targets}
         with httpx.Client(timeout=30) as client:
             for url in targets.values():  # warm-up: connections, imports, first-request caches
@@ -90,10 +100,10 @@ def main() -> None:
                 for name, url in targets.items():
                     samples[name].append(first_content_seconds(client, url, body))
     finally:
-        gateway.terminate()
-        upstream.terminate()
-        gateway.wait(15)
-        upstream.wait(15)
+        for process in [*processes, upstream]:
+            process.terminate()
+        for process in [*processes, upstream]:
+            process.wait(15)
 
     print(f"Time to first content byte, {args.requests} interleaved streaming requests each (ms)\n")
     print(f"{'target':<10} {'p50':>8} {'p99':>8} {'mean':>8}")
@@ -105,6 +115,12 @@ def main() -> None:
     overhead_p50 = percentile(through, 0.5) - percentile(direct, 0.5)
     overhead_p99 = percentile(through, 0.99) - percentile(direct, 0.99)
     print(f"\noverhead   p50 {overhead_p50:+.2f} ms, p99 {overhead_p99:+.2f} ms (target: p50 under 5 ms)")
+    if "baseline" in samples:
+        before = [value * 1000 for value in samples["baseline"]]
+        print(
+            f"baseline   p50 {percentile(before, 0.5) - percentile(direct, 0.5):+.2f} ms, "
+            f"p99 {percentile(before, 0.99) - percentile(direct, 0.99):+.2f} ms"
+        )
 
 
 if __name__ == "__main__":
