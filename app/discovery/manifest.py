@@ -104,12 +104,20 @@ def _fit_servers(groups: Sequence[ManifestGroup], max_tokens: int) -> str:
     return "\n".join(lines)
 
 
-def search_tool_definition(groups: Sequence[ManifestGroup], manifest: str) -> dict[str, Any]:
-    """`search_tools` as the model sees it, with `manifest` (from `manifest_text`) in its description."""
+CALLABLE_AFTER = "found tools become callable right after, as server__tool"
+
+
+def search_tool_definition(
+    groups: Sequence[ManifestGroup], manifest: str, callable_after: str = CALLABLE_AFTER, note: str = ""
+) -> dict[str, Any]:
+    """`search_tools` as the model sees it, with `manifest` (from `manifest_text`) in its description.
+    `callable_after` says how found tools are then called (the MCP front's proxy mode runs them with
+    `call_tool`); `note` is added before the manifest."""
+    note = f" {note}" if note else ""
     description = (
         "Search for and load tool definitions that are not loaded yet. Call this before using any tool listed "
-        "below; found tools become callable right after, as server__tool (e.g. "
-        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list.\n\n"
+        f"below; {callable_after} (e.g. "
+        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list.{note}\n\n"
         f"<manifest>\n{manifest}\n</manifest>"
     )
     return {

@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from app.config import Config, ToolDiscoveryConfig
+from app.discovery.manifest import search_tool_definition
 from app.discovery.related import with_related
 from app.discovery.search import Discovery, prepare_query, run_search, shown_name
 from app.discovery.semantic import SemanticSearch
@@ -87,6 +88,7 @@ class LazySearch(Tool):
 
 
 PROXY_NOTE = "These tools are callable through call_tool."
+PROXY_CALLABLE_AFTER = "then run them with call_tool, named server__tool"
 
 
 class ProxySearch(Tool):
@@ -290,11 +292,8 @@ def _tools(
         lazy = LazySearch(name=SEARCH_TOOL_NAME, description=search["description"], parameters=search["parameters"])
         lazy._discovery, lazy._limit, lazy._related, lazy._state = discovery, limit, settings.load_related, state
         return [*(_forwarded(entry, manager) for entry in entries), lazy]
-    description = search["description"].replace(
-        "found tools become callable right after, as server__tool", "then run them with call_tool, named server__tool"
-    )
-    if note:
-        description = description.replace("\n\n<manifest>", f" {note}\n\n<manifest>", 1)
+    proxy_definition = search_tool_definition(discovery.groups, discovery.manifest, PROXY_CALLABLE_AFTER, note)
+    description = proxy_definition["function"]["description"]
     proxy_search = ProxySearch(name=SEARCH_TOOL_NAME, description=description, parameters=search["parameters"])
     proxy_search._discovery, proxy_search._limit = discovery, limit
     call = ProxyCall(
