@@ -180,7 +180,9 @@ def models(config: Config, args: argparse.Namespace) -> int:
 
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
+    from app.engine.tasks import TaskRunner
     from app.mcp.front.server import Front
+    from app.providers import Router
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     guard_secrets(config.secrets())
@@ -188,10 +190,15 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
     await semantic.start()  # as in the gateway: keyword search at once, hybrid once the tools are embedded
     await manager.start()
+    router = Router(config)
     try:
         mode = args.mode or config.mcp_front.mode
         front = Front()
         front.semantic = semantic
+        run_task = config.mcp_front.run_task
+        if run_task is not None:
+            cache = DiscoveryCache(config.tool_discovery.manifest_max_tokens, semantic)
+            front.tasks = TaskRunner(config, run_task, router, manager, cache)
         try:
             front.populate(manager, config, mode, args.tool_set)
         except RequestRefused as exc:
@@ -203,6 +210,7 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     finally:
         await semantic.aclose()
         await manager.stop()
+        await router.aclose()
 
 
 async def _tool_set_entries(config: Config, tool_set: str | None) -> tuple[Catalog, list[ToolEntry] | None]:

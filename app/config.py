@@ -177,9 +177,20 @@ class ToolSetConfig(_Strict):
     servers: dict[str, ServerSelection]
 
 
+class RunTaskConfig(_Strict):
+    """`run_task` on the MCP front: a client hands over a whole task, the gateway's loop runs it."""
+
+    model: str = Field(min_length=1, description="the model (alias or upstream name) that runs the task")
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
+    deadline_seconds: float = Field(300.0, gt=0)
+    system_prompt: str | None = None
+    allow_destructive: bool = Field(False, description="run tools a server annotates destructiveHint: true")
+
+
 class McpFrontConfig(_Strict):
     mode: Literal["lazy", "proxy", "full"] = "lazy"
     max_clients: int = Field(10_000, ge=1, description="lazy clients whose found tools are kept, least recent out")
+    run_task: RunTaskConfig | None = None
 
 
 class AuthConfig(_Strict):

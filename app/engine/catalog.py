@@ -40,6 +40,7 @@ class ToolEntry:
     deferred: bool
     search_hint: str = ""
     tags: tuple[str, ...] = ()  # the server's own grouping (`_meta` category / tags, fastmcp tags), lowercased
+    destructive: bool = False  # the server annotated it `destructiveHint: true`
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
 
@@ -121,6 +122,7 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
                 deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True and tool.name not in always,
                 search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
                 tags=meta_tags(meta),
+                destructive=_destructive(tool),
                 definition=definition,
                 tokens=estimate_tokens(definition),
             )
@@ -129,6 +131,14 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
         summary = server_config.description or _summarise(entries)
         servers[server_name] = ServerTools(server_name, summary, server_deferred, tuple(entries))
     return Catalog(version=version, servers=servers, tools=tools)
+
+
+def _destructive(tool: Any) -> bool:
+    """Only an explicit `destructiveHint: true` counts: tools without annotations run, as everywhere else."""
+    annotations = getattr(tool, "annotations", None)
+    return (
+        getattr(annotations, "destructive_hint", None) is True or getattr(annotations, "destructiveHint", None) is True
+    )
 
 
 def meta_tags(meta: Any) -> tuple[str, ...]:

@@ -60,6 +60,15 @@ class McpCallFinished:
     server: str
     ok: bool
     seconds: float
+    summary: str = ""  # the result's first line, shortened
+
+
+@dataclass(frozen=True, slots=True)
+class CallRefused:
+    """A call the request's policy did not allow (run_task and destructive tools); the model was told why."""
+
+    name: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +138,7 @@ Event = (
     | SearchDone
     | McpCallStarted
     | McpCallFinished
+    | CallRefused
     | RoundFinished
     | KeepAlive
     | Finished

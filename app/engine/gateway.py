@@ -9,14 +9,9 @@ from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
 from app.engine.model import ChatRequest
-from app.engine.request_tools import (
-    DiscoveryCache,
-    RequestTools,
-    history_tool_names,
-    latest_user_text,
-    prepare_request_tools,
-)
+from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
 from app.engine.sessions import SessionKey, session_store
+from app.engine.tasks import TaskRunner
 from app.mcp.client.connections import McpManager
 from app.providers import Router
 from app.server.observability import Metrics, guard_secrets
@@ -34,6 +29,8 @@ class Gateway:
         self.router = Router(config)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
+        run_task = config.mcp_front.run_task
+        self.tasks = TaskRunner(config, run_task, self.router, self.mcp, self.discovery) if run_task else None
         sessions = config.sessions
         self.sessions = session_store(
             sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
@@ -60,12 +57,5 @@ class Gateway:
         redaction.unregister(self._secrets)
 
     async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
-        tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
-        tools.load(history_tool_names(request.messages))
-        if session is not None:
-            tools.load(await self.sessions.tools(session))
-        discovery = self.config.tool_discovery
-        if discovery.prefetch:
-            await tools.prepare(latest_user_text(request.messages))
-            tools.prefetch(latest_user_text(request.messages), discovery.prefetch, discovery.prefetch_min_match)
-        return tools
+        remembered = await self.sessions.tools(session) if session is not None else []
+        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered)

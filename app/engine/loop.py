@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from app.discovery.search import shown_name
+from app.engine.catalog import ToolEntry
 from app.engine.events import (
+    CallRefused,
     ClientToolCall,
     ContentDelta,
     DiscoveryStats,
@@ -39,6 +41,8 @@ from app.mcp.client.results import truncate
 from app.providers import Route
 
 ROUND_SEPARATOR = "\n\n"  # between the text of two rounds, so they don't run together
+SUMMARY_CHARS = 120
+CallPolicy = Callable[[ToolEntry], str | None]  # why a call may not run, or None when it may
 
 
 @dataclass
@@ -50,6 +54,7 @@ class ChatLoop:
     rounds: int = 0
     tools_called: list[str] = field(default_factory=list)
     round_limit_reached: bool = False
+    policy: CallPolicy | None = None
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -165,6 +170,11 @@ class ChatLoop:
                         continue
                     entry = self.tools.entries[call.name]
                     assert entry.server is not None
+                    reason = self.policy(entry) if self.policy is not None else None
+                    if reason is not None:
+                        results[index] = f"Error: {call.name} was not run: {reason}"
+                        yield CallRefused(call.name, reason)
+                        continue
                     self.tools_called.append(call.name)
                     task = asyncio.ensure_future(self._call_mcp(entry.server, entry.original_name, arguments))
                     pending[task] = (index, call.name, entry.server)
@@ -177,7 +187,7 @@ class ChatLoop:
                     index, name, server = pending.pop(task)
                     text, failed, seconds = task.result()
                     results[index] = text
-                    yield McpCallFinished(name, server, not failed, seconds)
+                    yield McpCallFinished(name, server, not failed, seconds, _summary(text))
         finally:
             for task in pending:
                 task.cancel()
@@ -231,6 +241,11 @@ class ChatLoop:
             loaded_tools=tuple(self.tools.loaded_names),
             round_limit_reached=self.round_limit_reached,
         )
+
+
+def _summary(text: str) -> str:
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 3] + "..."
 
 
 def parse_arguments(call: ToolCall) -> tuple[JsonObject, str | None]:

@@ -179,6 +179,22 @@ def prepare_request_tools(
     return RequestTools([*client, *mcp], discovery, discovery_config.max_search_results, discovery_config.load_related)
 
 
+async def tools_for(
+    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache, remembered: Iterable[str] = ()
+) -> RequestTools:
+    """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
+    already called and a session `remembered`, then what prefetch finds for the latest user message."""
+    tools = prepare_request_tools(catalog, config, request, cache)
+    tools.load(history_tool_names(request.messages))
+    tools.load(remembered)
+    discovery = config.tool_discovery
+    if discovery.prefetch:
+        text = latest_user_text(request.messages)
+        await tools.prepare(text)
+        tools.prefetch(text, discovery.prefetch, discovery.prefetch_min_match)
+    return tools
+
+
 def latest_user_text(messages: list[Message]) -> str:
     """The text of the last user message (string content or its text parts)."""
     for message in reversed(messages):

@@ -39,7 +39,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            mcp_front.populate(gateway.mcp, gateway.semantic)
+            mcp_front.populate(gateway.mcp, gateway.semantic, gateway.tasks)
             async with mcp_front.lifespan():
                 yield
         finally:

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import unknown_tool_set
+from app.engine.tasks import TaskRunner
 from app.errors import GatewayError
 from app.mcp.client.connections import McpManager
 from app.mcp.front.server import Front, Mode
@@ -62,9 +63,11 @@ class HttpFront:
             name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
         }
 
-    def populate(self, manager: McpManager, semantic: SemanticSearch | None = None) -> None:
+    def populate(
+        self, manager: McpManager, semantic: SemanticSearch | None = None, tasks: TaskRunner | None = None
+    ) -> None:
         for name, front in self.fronts.items():
-            front.semantic = semantic
+            front.semantic, front.tasks = semantic, tasks
             front.populate(manager, self.config, self.mode, name, self.note)
             front.keep_in_sync(manager, self.config, self.mode, name, self.note)
 

@@ -36,7 +36,9 @@ from app.discovery.search import Discovery, prepare_query, run_search, shown_nam
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.engine.request_tools import mcp_groups
+from app.engine.tasks import TaskRunner
 from app.mcp.client.connections import McpManager
+from app.mcp.front.tasks import run_task_tool
 from app.redaction import redact
 from app.server.auth import ANONYMOUS, identity_of
 
@@ -239,6 +241,7 @@ class Front:
         )
         self.server.add_middleware(FrontMiddleware(self.state))
         self.semantic: SemanticSearch | None = None  # hybrid search, when the process runs one
+        self.tasks: TaskRunner | None = None  # run_task, when configured
 
     def populate(
         self, manager: McpManager, config: Config, mode: Mode, tool_set: str | None = None, note: str = ""
@@ -256,6 +259,8 @@ class Front:
             else None
         )
         tools = _tools(entries, discovery, manager, mode, config.tool_discovery, note, self.state)
+        if self.tasks is not None:
+            tools.append(run_task_tool(self.tasks, config, tool_set))
         for name in self.state.tool_names:
             self.server.local_provider.remove_tool(name)
         for tool in tools:
