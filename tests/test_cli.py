@@ -15,7 +15,9 @@ from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import build_catalog
 from app.engine.request_tools import mcp_groups
-from tests.conftest import ROOT, SERVERS, load_example
+from tests.support import ROOT, SERVERS, load_example
+
+pytestmark = pytest.mark.e2e
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import served_gateway
-from tests.scripted_upstream import free_port
+from tests.support import free_port, served_gateway
+
+pytestmark = pytest.mark.e2e
 
 HEADERS = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
 

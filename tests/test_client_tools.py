@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Upstream, chat_body, completion, engine_request
+import pytest
+
+from tests.support import Upstream, chat_body, completion, engine_request
+
+pytestmark = pytest.mark.unit
 
 LOOKUP = {
     "type": "function",

@@ -14,6 +14,7 @@ from app.config import ConfigError, load_config, parse_config
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.unit
 def test_env_expansion_with_defaults_and_unset_variables() -> None:
     raw = {
         "providers": {"p": {"base_url": "${BASE:-https://fallback/v1}", "api_key": "${KEY}"}},
@@ -28,6 +29,7 @@ def test_env_expansion_with_defaults_and_unset_variables() -> None:
     assert parse_config(raw, environ={"BASE": "http://x"}).providers["p"].base_url == "http://x"
 
 
+@pytest.mark.unit
 def test_servers_alias_type_key_and_transports() -> None:
     config = parse_config(
         {
@@ -42,6 +44,7 @@ def test_servers_alias_type_key_and_transports() -> None:
     assert [config.mcp_servers[n].transport_name for n in "abc"] == ["stdio", "sse", "streamable-http"]
 
 
+@pytest.mark.unit
 def test_every_problem_is_one_line_naming_the_key() -> None:
     raw = {
         "providers": {"openai": {"apikey": "x"}},
@@ -62,6 +65,7 @@ def test_every_problem_is_one_line_naming_the_key() -> None:
     assert len(problems) == 6
 
 
+@pytest.mark.unit
 def test_references_between_sections_are_checked() -> None:
     raw = {
         "providers": {"a": {}, "b": {}},
@@ -79,6 +83,7 @@ def test_references_between_sections_are_checked() -> None:
     ]
 
 
+@pytest.mark.unit
 def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "missing.json")
@@ -88,6 +93,7 @@ def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
         load_config(bad)
 
 
+@pytest.mark.unit
 def test_bundled_config_is_valid_without_any_environment() -> None:
     config = load_config(ROOT / "config.json", environ={})
     assert config.unset_env == {"providers.openai.api_key": "OPENAI_API_KEY"}
@@ -96,6 +102,7 @@ def test_bundled_config_is_valid_without_any_environment() -> None:
     assert len(config.mcp_servers) >= 3 and len(deferred) >= len(config.mcp_servers) - 1
 
 
+@pytest.mark.e2e
 def test_cli_exits_non_zero_with_one_line_per_problem(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"max_rounds": "many", "mcpServers": {"x": {}}}))

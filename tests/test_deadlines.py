@@ -21,8 +21,9 @@ from fastmcp import FastMCP
 
 from app.engine.gateway import Gateway
 from app.server.app import create_app
-from tests.conftest import chat_body, completion, make_config
-from tests.scripted_upstream import free_port
+from tests.support import chat_body, completion, free_port, make_config
+
+pytestmark = pytest.mark.e2e
 
 Behaviour = Callable[[dict[str, Any], asyncio.StreamWriter], Awaitable[None]]
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}

@@ -15,7 +15,9 @@ from app.discovery.search import Discovery, run_search
 from app.engine.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
 from app.engine.request_tools import mcp_groups
 from app.errors import RequestRefused
-from tests.conftest import make_config
+from tests.support import make_config
+
+pytestmark = pytest.mark.unit
 
 
 def _tool(name: str, description: str, **properties: str) -> Any:

@@ -8,7 +8,9 @@ import httpx
 import pytest
 
 from app.server.app import create_app
-from tests.conftest import Upstream, chat_body, completion, make_config
+from tests.support import Upstream, chat_body, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 CHAT = "/v1/chat/completions"
 BODY = b'{"model": "fast", "messages": [{"role": "user", "content": "run the tools"}]}'

@@ -8,7 +8,9 @@ import httpx
 import pytest
 
 from app.config import parse_config
-from tests.conftest import UPSTREAM, Upstream, chat_body, completion, make_config
+from tests.support import UPSTREAM, Upstream, chat_body, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 
 def _error(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -233,7 +235,7 @@ async def test_request_log_line_and_request_id(
 async def test_a_server_that_fails_to_start_is_down_and_the_others_work(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
-    from tests.conftest import load_example
+    from tests.support import load_example
 
     servers = {
         "weather": {"command": "unused"},

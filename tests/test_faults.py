@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, chat_body, completion, load_example, make_config
-from tests.scripted_upstream import ScriptedUpstream
-from tests.test_refresh import _wait_for
+from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, load_example, make_config
+from tests.support.mcp import wait_for
+
+pytestmark = pytest.mark.e2e
 
 CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
 
@@ -46,8 +47,8 @@ async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
     assert not other["content"].startswith("Error"), "the other server's call in the same round still ran"
 
     connection = gateway.mcp.connections["crashy"]
-    await _wait_for(lambda: connection.state.value == "down")
-    await _wait_for(lambda: connection.state.value == "up")
+    await wait_for(lambda: connection.state.value == "down")
+    await wait_for(lambda: connection.state.value == "up")
     assert "crashy__echo" in gateway.mcp.catalog.tools, "its tools come back"
     upstream.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
     await client.post("/v1/chat/completions", json=chat_body("echo"))
@@ -100,7 +101,7 @@ def test_sigterm_closes_every_mcp_child_process(tmp_path: Any) -> None:
 
     import httpx
 
-    from tests.scripted_upstream import free_port
+    from tests.support import free_port
 
     config = {
         "mcpServers": {

@@ -17,13 +17,15 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import ROOT, completion
-from tests.scripted_upstream import ScriptedUpstream, free_port
+from tests.support import ROOT, ScriptedUpstream, completion, free_port
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
-    reason="mcp-server-time is a dev dependency",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
+        reason="mcp-server-time is a dev dependency",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

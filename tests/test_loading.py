@@ -15,7 +15,7 @@ from fastmcp import Client, FastMCP
 
 from app.mcp.client.connections import McpManager
 from app.mcp.front.server import Front
-from tests.conftest import ROOT, SERVERS, Upstream, chat_body, completion, make_config
+from tests.support import ROOT, SERVERS, Upstream, chat_body, completion, make_config
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
@@ -56,6 +56,7 @@ def tracker_config(always_load: list[str], **discovery: Any) -> Any:
     return make_config(mcpServers=servers, tool_sets={}, tool_discovery=discovery)
 
 
+@pytest.mark.unit
 async def test_always_loaded_tools_are_in_the_first_upstream_call_and_the_rest_is_deferred(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
@@ -80,6 +81,7 @@ async def test_always_loaded_tools_are_in_the_first_upstream_call_and_the_rest_i
     assert stats["loaded_tools"] == ["tracker__list_projects", "tracker__get_issue"]
 
 
+@pytest.mark.unit
 async def test_an_unknown_always_load_name_is_a_warning_naming_the_servers_tools(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -95,6 +97,7 @@ async def test_an_unknown_always_load_name_is_a_warning_naming_the_servers_tools
     assert upstream.tool_names(0) == ["tracker__list_projects", "search_tools"]  # the known name still works
 
 
+@pytest.mark.unit
 async def test_a_search_loads_the_found_tools_siblings_for_the_next_round(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
@@ -119,6 +122,7 @@ async def test_a_search_loads_the_found_tools_siblings_for_the_next_round(
     assert upstream.tool_names(2) == after
 
 
+@pytest.mark.unit
 async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_siblings() -> None:
     config = tracker_config(["list_projects"], load_related=1, max_search_results=1)
     manager = McpManager(config, {"tracker": tracker()})
@@ -142,6 +146,7 @@ async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_sibl
         await manager.stop()
 
 
+@pytest.mark.e2e
 def test_toolsift_tools_shows_always_loaded_tools_as_loaded_and_warns_of_unknown_names(tmp_path: Path) -> None:
     config = {
         "mcpServers": {

@@ -8,23 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import mcp_types
 import pytest
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import StdioTransport
 
-from tests.conftest import ROOT, SERVERS
+from tests.support import ROOT, SERVERS
+from tests.support.mcp import ListChanged, growing_server, text, wait_for
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
-
-
-class ListChanged(MessageHandler):
-    def __init__(self) -> None:
-        self.count = 0
-
-    async def on_tool_list_changed(self, message: mcp_types.ToolListChangedNotification) -> None:
-        self.count += 1
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +43,7 @@ async def names(client: Client[Any]) -> list[str]:
     return [tool.name for tool in await client.list_tools()]
 
 
-def text(result: mcp_types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, mcp_types.TextContent)
-    return block.text
-
-
+@pytest.mark.e2e
 async def test_lazy_mode_lists_few_tools_and_enables_found_ones(front_config: Path) -> None:
     changes = ListChanged()
     async with front(front_config, "--mode", "lazy", handler=changes) as client:
@@ -97,6 +84,7 @@ async def test_lazy_mode_lists_few_tools_and_enables_found_ones(front_config: Pa
             assert "finance__convert_currency" not in await names(other), "another session is unaffected"
 
 
+@pytest.mark.e2e
 async def test_proxy_mode_validates_then_runs(front_config: Path) -> None:
     async with front(front_config, "--mode", "proxy") as client:
         listed = await names(client)
@@ -117,6 +105,7 @@ async def test_proxy_mode_validates_then_runs(front_config: Path) -> None:
         assert not good.is_error and "USD" in text(good)
 
 
+@pytest.mark.e2e
 async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(front_config: Path) -> None:
     async with front(front_config, "--mode", "full") as client:
         assert len(await names(client)) == 4 + 7 + 9
@@ -128,14 +117,14 @@ async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(fron
         assert "get_stock_quote" not in text(found)
 
 
+@pytest.mark.unit
 async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     from app.config import parse_config
     from app.mcp.client.connections import McpManager
     from app.mcp.front.server import Front
-    from tests.test_refresh import _growing_server, _wait_for
 
     config = parse_config({"mcpServers": {"lab": {"command": "unused", "defer_loading": True}}}, environ={})
-    manager = McpManager(config, {"lab": _growing_server()})
+    manager = McpManager(config, {"lab": growing_server()})
     await manager.start()
     try:
         front = Front()
@@ -145,15 +134,16 @@ async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
         async with Client(front.server, message_handler=changes) as client:
             assert await names(client) == ["lab__enable_spectrometer"]
             await manager.call_raw("lab", "enable_spectrometer", {})
-            await _wait_for(lambda: "lab__measure_spectrum" in manager.catalog.tools)
+            await wait_for(lambda: "lab__measure_spectrum" in manager.catalog.tools)
             assert sorted(await names(client)) == ["lab__enable_spectrometer", "lab__measure_spectrum"]
-            await _wait_for(lambda: changes.count >= 1)
+            await wait_for(lambda: changes.count >= 1)
             ran = await client.call_tool_mcp("lab__measure_spectrum", {"sample": "neon"})
             assert "neon" in text(ran)
     finally:
         await manager.stop()
 
 
+@pytest.mark.e2e
 async def test_the_stdio_front_finds_by_meaning_once_its_tools_are_embedded(front_config: Path) -> None:
     """Keyword search finds nothing for "write down a reminder"; the front's search turns hybrid by itself."""
     async with front(front_config, "--mode", "proxy") as client:

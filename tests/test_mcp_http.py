@@ -5,56 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
 
-from tests.conftest import SERVERS, served_gateway
-from tests.scripted_upstream import free_port
-from tests.test_mcp_front import ListChanged, text
+from tests.support.mcp import ListChanged, mcp_client, names, serve_mcp_gateway, text
 
-
-def _serve(tmp: Path, **extra: Any) -> Iterator[str]:
-    config = {
-        "mcpServers": {
-            "weather": {"command": "python", "args": [str(SERVERS / "weather.py")]},
-            "finance": {"command": "python", "args": [str(SERVERS / "finance.py")], "defer_loading": True},
-        },
-        "tool_sets": {"money": {"servers": {"finance": ["convert_currency"]}}},
-        **extra,
-    }
-    path = tmp / "config.json"
-    path.write_text(json.dumps(config))
-    with served_gateway(path, free_port()) as base:
-        yield base
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory.mktemp("keyed"), auth={"api_keys": ["key-alice", "key-bob"]})
+    yield from serve_mcp_gateway(tmp_path_factory.mktemp("keyed"), auth={"api_keys": ["key-alice", "key-bob"]})
 
 
 @pytest.fixture(scope="module")
 def open_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory.mktemp("open"))
-
-
-def client(url: str, key: str | None = None, handler: Any = None, mode: Any = "auto") -> Client[Any]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return Client(StreamableHttpTransport(url, headers=headers), message_handler=handler, timeout=30, mode=mode)
-
-
-async def names(connected: Client[Any]) -> list[str]:
-    return sorted(tool.name for tool in await connected.list_tools())
+    yield from serve_mcp_gateway(tmp_path_factory.mktemp("open"))
 
 
 async def test_lazy_over_http_is_per_gateway_key(keyed: str) -> None:
     changes = ListChanged()
-    async with client(f"{keyed}/mcp", "key-alice", changes) as alice, client(f"{keyed}/mcp", "key-bob") as bob:
+    async with mcp_client(f"{keyed}/mcp", "key-alice", changes) as alice, mcp_client(f"{keyed}/mcp", "key-bob") as bob:
         assert len(await names(alice)) == 5 and "search_tools" in await names(alice)
         found = await alice.call_tool_mcp("search_tools", {"tool_names": ["convert_currency"]})
         assert "finance__convert_currency" in text(found)
@@ -74,7 +46,7 @@ async def test_lazy_over_http_is_per_gateway_key(keyed: str) -> None:
 async def test_http_front_needs_a_key_and_honours_tool_sets(keyed: str) -> None:
     refused = httpx.post(f"{keyed}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
-    async with client(f"{keyed}/mcp?tool_set=money", "key-bob") as money:
+    async with mcp_client(f"{keyed}/mcp?tool_set=money", "key-bob") as money:
         assert await names(money) == ["search_tools"]
         found = await money.call_tool_mcp("search_tools", {"server_name": "finance"})
         assert "convert_currency" in text(found) and "get_stock_quote" not in text(found)
@@ -83,7 +55,7 @@ async def test_http_front_needs_a_key_and_honours_tool_sets(keyed: str) -> None:
 
 
 async def test_without_keys_http_serves_proxy_mode_and_says_so(open_gateway: str) -> None:
-    async with client(f"{open_gateway}/mcp") as anonymous:
+    async with mcp_client(f"{open_gateway}/mcp") as anonymous:
         tools = {tool.name: tool for tool in await anonymous.list_tools()}
         assert "call_tool" in tools and "no client identity" in (tools["search_tools"].description or "")
         ran = await anonymous.call_tool_mcp(

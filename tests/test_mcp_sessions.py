@@ -15,8 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.test_mcp_front import ListChanged
-from tests.test_mcp_http import _serve, client, names, text
+from tests.support.mcp import ListChanged, mcp_client, names, serve_mcp_gateway, text
 
 QUOTE = "finance__get_stock_quote"
 RATES = "finance__get_exchange_rates"
@@ -24,7 +23,7 @@ RATES = "finance__get_exchange_rates"
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory.mktemp("sessions"), auth={"api_keys": ["key-carol", "key-dave"]})
+    yield from serve_mcp_gateway(tmp_path_factory.mktemp("sessions"), auth={"api_keys": ["key-carol", "key-dave"]})
 
 
 class OldProtocolSession:
@@ -78,14 +77,15 @@ async def wait_for(changes: ListChanged) -> None:
     raise AssertionError("no notifications/tools/list_changed")
 
 
+@pytest.mark.e2e
 async def test_a_handshake_session_after_a_modern_one_gets_what_it_searched(gateway: str) -> None:
     url = f"{gateway}/mcp"
-    async with client(url, "key-carol") as modern:
+    async with mcp_client(url, "key-carol") as modern:
         assert modern.protocol_version == "2026-07-28"
         found = await modern.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
         assert QUOTE in text(found) and QUOTE in await names(modern)
     changes = ListChanged()
-    async with client(url, "key-carol", changes, mode="legacy") as legacy:
+    async with mcp_client(url, "key-carol", changes, mode="legacy") as legacy:
         assert legacy.protocol_version == "2025-11-25"
         assert QUOTE not in await names(legacy), "a new MCP session starts from the loaded tools"
         found = await legacy.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
@@ -94,14 +94,15 @@ async def test_a_handshake_session_after_a_modern_one_gets_what_it_searched(gate
         assert QUOTE in await names(legacy)
         ran = await legacy.call_tool_mcp(QUOTE, {"symbol": "AAPL"})
         assert not ran.is_error and "AAPL" in text(ran)
-        async with client(url, "key-carol", mode="legacy") as other:
+        async with mcp_client(url, "key-carol", mode="legacy") as other:
             assert QUOTE not in await names(other), "another MCP session of the same key is another client"
-    async with client(url, "key-carol") as modern:
+    async with mcp_client(url, "key-carol") as modern:
         assert QUOTE in await names(modern), "the key's sessionless client keeps what it found"
         ran = await modern.call_tool_mcp(QUOTE, {"symbol": "MSFT"})
         assert not ran.is_error and "MSFT" in text(ran)
 
 
+@pytest.mark.e2e
 async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_searched(gateway: str) -> None:
     url = f"{gateway}/mcp"
     rates = {"base": "USD"}
@@ -115,7 +116,7 @@ async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_sear
         assert RATES in await old.tool_names()
         failed, message = await old.call(RATES, rates)
         assert not failed and "USD" in message
-        async with client(url, "key-dave") as modern:
+        async with mcp_client(url, "key-dave") as modern:
             assert RATES not in await names(modern), "what the MCP session enabled stays in it"
             found_text = text(await modern.call_tool_mcp("search_tools", {"tool_names": ["get_exchange_rates"]}))
             assert "already loaded" not in found_text
@@ -129,6 +130,7 @@ async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_sear
         assert RATES in await old.tool_names(), "the first session still has it"
 
 
+@pytest.mark.e2e
 async def test_another_key_cannot_use_a_sessions_id(gateway: str) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         carol = await OldProtocolSession(http, f"{gateway}/mcp", "key-carol").start()
@@ -138,13 +140,14 @@ async def test_another_key_cannot_use_a_sessions_id(gateway: str) -> None:
         assert response.status_code == 404
 
 
+@pytest.mark.unit
 async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
     from fastmcp import Client
 
     from app.config import parse_config
     from app.mcp.client.connections import McpManager
     from app.mcp.front.server import Front
-    from tests.conftest import load_example
+    from tests.support import load_example
 
     config = parse_config({"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}}, environ={})
     manager = McpManager(config, {"finance": load_example("finance").mcp})

@@ -10,7 +10,9 @@ import pytest
 
 from app.config import ConfigError, parse_config
 from app.server.observability import JsonFormatter
-from tests.conftest import Upstream, chat_body, completion, make_config
+from tests.support import Upstream, chat_body, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 
 async def test_gateway_keys_guard_every_endpoint_but_healthz(upstream: Upstream, gateway_factory: Any) -> None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 import tomllib
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.support import ROOT
+
+pytestmark = pytest.mark.unit
 
 
 def _extras(command: str) -> set[str]:

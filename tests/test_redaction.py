@@ -17,8 +17,7 @@ from fastmcp import FastMCP
 
 from app.config import parse_config
 from app.server.observability import JsonFormatter, TextFormatter
-from tests.conftest import UPSTREAM, Upstream, chat_body, completion, make_config
-from tests.scripted_upstream import free_port
+from tests.support import UPSTREAM, Upstream, chat_body, completion, free_port, make_config
 
 KEY = "sk-live-0123456789abcdef"
 EXTRA = "org-secret-header-value"
@@ -76,6 +75,7 @@ def _leaks(text: str) -> list[str]:
     return [secret for secret in SECRETS if secret in text]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mid_stream", [False, True])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_upstream_that_echoes_the_key_never_shows_it(
@@ -100,6 +100,7 @@ async def test_an_upstream_that_echoes_the_key_never_shows_it(
     assert _leaks(response.text) == [] and _leaks(caplog.text) == []
 
 
+@pytest.mark.e2e
 async def test_the_sdk_sees_the_error_without_the_key(
     echoing: tuple[EchoingUpstream, str], gateway_factory: Any
 ) -> None:
@@ -111,6 +112,7 @@ async def test_the_sdk_sees_the_error_without_the_key(
     assert KEY not in str(caught.value) and "[redacted]" in str(caught.value)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "base_url",
     [
@@ -146,6 +148,7 @@ def _echo_server() -> FastMCP:
     return server
 
 
+@pytest.mark.unit
 async def test_tool_results_that_echo_a_header_are_redacted(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -164,6 +167,7 @@ async def test_tool_results_that_echo_a_header_are_redacted(
     assert MCP_TOKEN not in results[1] and "[redacted]" in results[1]
 
 
+@pytest.mark.unit
 async def test_secrets_in_third_party_debug_logs_are_redacted(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -182,6 +186,7 @@ async def test_secrets_in_third_party_debug_logs_are_redacted(
     assert MCP_TOKEN not in formatted and "sk-test-secret" not in formatted
 
 
+@pytest.mark.unit
 def test_what_counts_as_a_secret() -> None:
     raw = {
         "providers": {
@@ -206,6 +211,7 @@ def test_what_counts_as_a_secret() -> None:
     assert secrets == expected, "literal flags, paths and modes are not secrets; a bare `Bearer` is not either"
 
 
+@pytest.mark.unit
 async def test_short_values_are_not_redacted(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "api_key": "abc", "max_retries": 0}
     client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})
@@ -214,6 +220,7 @@ async def test_short_values_are_not_redacted(upstream: Upstream, gateway_factory
     assert response.json()["error"]["message"].endswith("abc is a bad value")
 
 
+@pytest.mark.unit
 async def test_retry_and_fallback_lines_carry_the_request_id(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -234,6 +241,7 @@ async def test_retry_and_fallback_lines_carry_the_request_id(
     assert all(json.loads(JsonFormatter().format(record))["request_id"] == "req-trace-1" for record in lines)
 
 
+@pytest.mark.unit
 async def test_a_forwarded_client_key_is_redacted_for_its_request(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "forward_client_auth": True, "max_retries": 0}
     client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Upstream, chat_body, completion, make_config
-from tests.scripted_upstream import free_port
+from tests.support import Upstream, chat_body, completion, free_port, make_config
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)"),
+]
 
 
 @pytest.fixture(scope="module")

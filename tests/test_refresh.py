@@ -2,46 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-import mcp_types
-from fastmcp import Context, FastMCP
+import pytest
+from fastmcp import FastMCP
 
-from tests.conftest import Upstream, chat_body, completion, make_config
+from tests.support import Upstream, chat_body, completion, make_config
+from tests.support.mcp import growing_server, wait_for
 
-
-def _growing_server() -> FastMCP:
-    server = FastMCP("lab")
-
-    @server.tool
-    async def enable_spectrometer(ctx: Context) -> str:
-        """Switch on the spectrometer, which adds its measuring tool."""
-
-        def measure_spectrum(sample: str) -> str:
-            """Measure the light spectrum of a sample."""
-            return f"spectrum of {sample}: peaks at 486nm, 656nm"
-
-        server.tool(measure_spectrum)
-        await ctx.send_notification(mcp_types.ToolListChangedNotification())
-        return "spectrometer on"
-
-    return server
-
-
-async def _wait_for(predicate: Any, seconds: float = 20.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not reached")
+pytestmark = pytest.mark.unit
 
 
 async def test_list_changed_rebuilds_catalog_and_manifest(upstream: Upstream, gateway_factory: Any) -> None:
     config = make_config(
         mcpServers={"lab": {"command": "unused", "defer_loading": True}}, tool_sets={}, tool_cache_ttl=0
     )
-    client, gateway = await gateway_factory(config, targets={"lab": _growing_server()})
+    client, gateway = await gateway_factory(config, targets={"lab": growing_server()})
     version = gateway.mcp.catalog.version
     upstream.script(
         completion(calls=[("search_tools", {"tool_names": ["enable_spectrometer"]})]),
@@ -51,7 +27,7 @@ async def test_list_changed_rebuilds_catalog_and_manifest(upstream: Upstream, ga
     response = await client.post("/v1/chat/completions", json=chat_body("switch it on"))
     assert response.status_code == 200
     assert upstream.tool_names(2)[-1] == "lab__enable_spectrometer", "loaded tools stay loaded across a refresh"
-    await _wait_for(lambda: "lab__measure_spectrum" in gateway.mcp.catalog.tools)
+    await wait_for(lambda: "lab__measure_spectrum" in gateway.mcp.catalog.tools)
     assert gateway.mcp.catalog.version > version
     assert gateway.mcp.health()["lab"]["tools"] == 2
 
@@ -81,4 +57,4 @@ async def test_ttl_refresh_picks_up_changes_without_notification(gateway_factory
         return "2"
 
     server.tool(second)  # outside any request: no notification is sent, only the TTL finds it
-    await _wait_for(lambda: "quiet__second" in gateway.mcp.catalog.tools)
+    await wait_for(lambda: "quiet__second" in gateway.mcp.catalog.tools)

@@ -12,7 +12,9 @@ from app.discovery.related import object_noun, related_tools, with_related
 from app.discovery.search import Discovery, run_search
 from app.engine.catalog import Catalog, ToolEntry, build_catalog, meta_tags, select_mcp_tools
 from app.engine.request_tools import mcp_groups
-from tests.conftest import make_config
+from tests.support import make_config
+
+pytestmark = pytest.mark.unit
 
 
 def _tool(name: str, meta: dict[str, Any] | None = None) -> Any:

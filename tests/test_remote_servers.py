@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVERS, Upstream, chat_body, completion, make_config
-from tests.scripted_upstream import free_port
+from tests.support import SERVERS, Upstream, chat_body, completion, free_port, make_config
+
+pytestmark = pytest.mark.e2e
 
 RUN_OVER_HTTP = """
 import importlib.util, sys

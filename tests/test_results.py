@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import mcp_types
+import pytest
 
 from app.engine.sessions import SessionKey, SessionStore
 from app.mcp.client.results import result_text
 from app.server.auth import ANONYMOUS
+
+pytestmark = pytest.mark.unit
 
 
 def _result(*content: object, structured: object = None, error: bool = False) -> mcp_types.CallToolResult:

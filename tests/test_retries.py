@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from app.config import parse_config
-from tests.conftest import UPSTREAM, Upstream, chat_body, completion, mock_upstreams
-from tests.test_streaming import FIRST_CHUNK, events, sse_reply
+from tests.support import FIRST_CHUNK, UPSTREAM, Upstream, chat_body, completion, events, mock_upstreams, sse_reply
+
+pytestmark = pytest.mark.unit
 
 SECOND = "http://second.test/v1"
 

@@ -8,7 +8,9 @@ import openai
 import pytest
 
 from app.engine.sessions import SessionStore
-from tests.conftest import Upstream, completion, make_config
+from tests.support import Upstream, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 KEYS = ["gw-key-alice", "gw-key-bob"]
 

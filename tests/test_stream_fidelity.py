@@ -10,7 +10,9 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import Upstream, chat_body, completion, make_config
+from tests.support import Upstream, chat_body, completion, make_config
+
+pytestmark = pytest.mark.unit
 
 BASE = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "up-model"}
 LOOKUP = {

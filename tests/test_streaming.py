@@ -8,84 +8,24 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 from fastmcp import FastMCP
 
 from app.engine.gateway import Gateway
 from app.server.app import create_app
-from tests.conftest import Upstream, chat_body, completion, make_config
-
-FIRST_CHUNK = (
-    b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m",'
-    b'"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+from tests.support import (
+    FIRST_CHUNK,
+    Upstream,
+    chat_body,
+    completion,
+    content_of,
+    events,
+    finish_reasons,
+    make_config,
+    sse_reply,
 )
 
-
-def sse_reply(
-    content: list[str] | None = None,
-    calls: list[tuple[str, Any]] | None = None,
-    usage: tuple[int, int] | None = None,
-    fragment: int = 4,
-    interleave: bool = False,
-    finish: str | None = None,
-) -> httpx.Response:
-    """An upstream SSE response: content deltas, then tool-call deltas cut into `fragment`-sized pieces."""
-    base = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "up-model"}
-    chunks: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
-    chunks += [{**base, "choices": [{"index": 0, "delta": {"content": text}}]} for text in content or []]
-    pieces: list[list[dict[str, Any]]] = []
-    for index, (name, args) in enumerate(calls or []):
-        arguments = args if isinstance(args, str) else json.dumps(args)
-        head = {"index": index, "id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": ""}}
-        parts = [arguments[i : i + fragment] for i in range(0, len(arguments), fragment)]
-        pieces.append([head] + [{"index": index, "function": {"arguments": part}} for part in parts])
-    if interleave:
-        ordered = [piece for group in _zip_longest(pieces) for piece in group]
-    else:
-        ordered = [piece for group in pieces for piece in group]
-    chunks += [{**base, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}}]} for piece in ordered]
-    reason = finish or ("tool_calls" if calls else "stop")
-    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-    if usage:
-        chunks.append(
-            {
-                **base,
-                "choices": [],
-                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
-            }
-        )
-    body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
-    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
-
-
-def _zip_longest(groups: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
-    longest = max((len(group) for group in groups), default=0)
-    return [[group[i] for group in groups if i < len(group)] for i in range(longest)]
-
-
-def events(text: str) -> list[Any]:
-    """The data events of an SSE body, JSON-decoded ("[DONE]" stays a string)."""
-    out: list[Any] = []
-    for block in text.split("\n\n"):
-        for line in block.splitlines():
-            if line.startswith("data: "):
-                data = line[6:]
-                out.append(data if data == "[DONE]" else json.loads(data))
-    return out
-
-
-def content_of(items: list[Any]) -> str:
-    return "".join(
-        choice["delta"].get("content") or ""
-        for item in items
-        if isinstance(item, dict) and "choices" in item
-        for choice in item["choices"]
-    )
-
-
-def finish_reasons(items: list[Any]) -> list[str]:
-    return [
-        c["finish_reason"] for i in items if isinstance(i, dict) for c in i.get("choices", []) if c["finish_reason"]
-    ]
+pytestmark = pytest.mark.unit
 
 
 async def test_content_only_stream_is_forwarded_in_chunks(upstream: Upstream, gateway_factory: Any) -> None:

@@ -20,8 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from app.providers.transport import upstream_client
-from tests.conftest import chat_body, completion, make_config
-from tests.test_upstream_faults import read_request, serve_raw
+from tests.support import chat_body, completion, make_config
+from tests.support.raw import read_request, serve_raw
+
+pytestmark = pytest.mark.e2e
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 

@@ -9,13 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests import test_anthropic
-from tests.conftest import Upstream, chat_body, completion
-from tests.test_anthropic import _gateway as anthropic_gateway
-from tests.test_anthropic import message, streamed, tool_use
-from tests.test_streaming import FIRST_CHUNK, events
+from tests.support import FIRST_CHUNK, Upstream, chat_body, completion, events
+from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 
-anthropic_upstream = test_anthropic.anthropic_upstream  # the fixture, shared
+pytestmark = pytest.mark.unit
 
 
 def _with_message(**fields: Any) -> dict[str, Any]:

@@ -10,16 +10,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import test_anthropic
-from tests.conftest import Upstream, chat_body, completion
-from tests.test_anthropic import _gateway as anthropic_gateway
-from tests.test_anthropic import message, streamed, tool_use
-from tests.test_streaming import events, sse_reply
+from tests.support import Upstream, chat_body, completion, events, sse_reply
+from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 
-anthropic_upstream = test_anthropic.anthropic_upstream  # the fixture, shared
+pytestmark = pytest.mark.unit
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),

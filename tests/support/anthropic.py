@@ -1,0 +1,98 @@
+"""Anthropic's Messages API as an upstream: scripted messages and streams, and a gateway routed to it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from app.config import parse_config
+from tests.support.gateway import GatewayFactory, load_example
+
+ANTHROPIC_UPSTREAM = "http://anthropic.test/v1"
+
+
+def message(content: list[dict[str, Any]], stop: str, usage: tuple[int, int] = (10, 5)) -> dict[str, Any]:
+    return {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def tool_use(name: str, arguments: dict[str, Any], ident: str = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_use", "id": ident, "name": name, "input": arguments}
+
+
+def sse(events: list[dict[str, Any]]) -> httpx.Response:
+    body = "".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in events)
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
+
+
+def streamed(
+    text: str = "", tool: tuple[str, dict[str, Any]] | None = None, usage: tuple[int, int] = (10, 5)
+) -> httpx.Response:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**message([], "", (usage[0], 1)), "stop_reason": None}},
+    ]
+    if text:
+        events += [
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            *(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}
+                for word in re.findall(r"\S+\s*", text)
+            ),
+            {"type": "content_block_stop", "index": 0},
+        ]
+    if tool:
+        arguments = json.dumps(tool[1])
+        events += [
+            {"type": "content_block_start", "index": 1, "content_block": {**tool_use(tool[0], {}, "toolu_s")}},
+            *(
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": part}}
+                for part in (arguments[:5], arguments[5:])
+            ),
+            {"type": "content_block_stop", "index": 1},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if tool else "end_turn"},
+            "usage": {"output_tokens": usage[1]},
+        },
+        {"type": "message_stop"},
+    ]
+    return sse(events)
+
+
+def anthropic_config(**extra: Any) -> Any:
+    return parse_config(
+        {
+            "providers": {
+                "claude": {
+                    "type": "anthropic",
+                    "base_url": ANTHROPIC_UPSTREAM,
+                    "api_key": "sk-ant-test",
+                    "max_tokens": 1024,
+                    "max_retries": 0,
+                }
+            },
+            "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
+            "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
+            **extra,
+        },
+        environ={},
+    )
+
+
+async def anthropic_gateway(gateway_factory: GatewayFactory) -> Any:
+    """A gateway whose one model is Claude behind the in-memory upstream; weather loaded, finance deferred."""
+    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    client, _ = await gateway_factory(anthropic_config(), targets=targets)
+    return client

@@ -1,0 +1,100 @@
+"""The gateway under test: its config, example MCP servers, request bodies, and `toolsift serve` in a process."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+from app.config import Config, parse_config
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SERVERS = ROOT / "examples" / "servers"
+UPSTREAM = "http://upstream.test/v1"
+
+
+def load_example(name: str) -> ModuleType:
+    """Import an example server module by file path (fresh state every call)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", SERVERS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_config(**overrides: Any) -> Config:
+    raw: dict[str, Any] = {
+        "providers": {"up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0}},
+        "models": {"fast": {"provider": "up", "model": "gpt-test-mini", "params": {"temperature": 0.1}}},
+        "mcpServers": {
+            "weather": {"command": "unused", "defer_loading": False},
+            "notes": {"command": "unused", "defer_loading": True},
+            "finance": {"command": "unused", "defer_loading": True},
+            "textkit": {"command": "unused", "defer_loading": True},
+        },
+        "tool_discovery": {"enabled": True},
+        "tool_sets": {
+            "money": {"servers": {"finance": ["convert_currency", "get_exchange_rates"]}},
+            "notes_only": {"servers": {"notes": {"exclude": ["delete_note"]}}},
+        },
+    }
+    for key, value in overrides.items():
+        raw[key] = value
+    # Keyword search unless a test asks for meaning: the semantic tests load the model themselves.
+    raw["tool_discovery"] = {"semantic": {"enabled": False}, **raw.get("tool_discovery", {})}
+    return parse_config(raw, environ={})
+
+
+GatewayFactory = Callable[..., Any]
+
+
+def chat_body(*messages: Any, **extra: Any) -> dict[str, Any]:
+    turns = [{"role": "user", "content": m} if isinstance(m, str) else m for m in messages]
+    return {"model": "fast", "messages": turns or [{"role": "user", "content": "hi"}], **extra}
+
+
+@contextlib.contextmanager
+def served_gateway(config_path: Path, port: int) -> Iterator[str]:
+    """`toolsift serve` on `config_path` in its own process, as a user runs it; yields its base URL once up."""
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    process = subprocess.Popen(
+        [toolsift, "serve", "--config", str(config_path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("gateway did not start")
+        time.sleep(0.1)
+    try:
+        yield base
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def engine_request(body: dict[str, Any]) -> Any:
+    """A chat-completions body as the engine's request, the way the chat front reads it."""
+    from app.fronts.chat_completions import chat_request
+    from app.fronts.chat_wire import parse_chat_request
+
+    return chat_request(*parse_chat_request(json.dumps(body).encode()))
