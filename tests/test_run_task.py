@@ -15,11 +15,11 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from tests.conftest import ROOT, SERVERS, completion, served_gateway
-from tests.scripted_upstream import ScriptedUpstream, free_port
+from tests.support import ROOT, SERVERS, ScriptedUpstream, completion, free_port, served_gateway
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 TESTS_SERVERS = Path(__file__).parent / "servers"
+pytestmark = pytest.mark.e2e
 NOTE = {"title": "Groceries", "body": "milk, eggs"}
 
 
