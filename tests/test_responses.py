@@ -126,7 +126,10 @@ async def test_client_tool_returns_a_function_call_and_continues_with_its_output
     resent = [{"role": "user", "content": "where is o-7"}, *[item.model_dump() for item in first.output], output]
     again = await api.responses.create(model="fast", input=resent, tools=[LOOKUP])  # type: ignore[arg-type,list-item]
     chained = await api.responses.create(
-        model="fast", input=[output], tools=[LOOKUP], previous_response_id=first.id  # type: ignore[list-item]
+        model="fast",
+        input=[output],
+        tools=[LOOKUP],
+        previous_response_id=first.id,  # type: ignore[list-item]
     )
     assert again.output_text == "It shipped yesterday." and chained.output_text == "Still shipped."
     for sent in upstream.requests[-2:]:
