@@ -66,6 +66,7 @@ class Gateway:
     async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
         tools = prepare_request_tools(self.mcp.catalog, self.config, request, self.discovery)
         tools.load(history_tool_names(request.messages))
+        tools.load(request.loaded_tools)
         if session is not None:
             tools.load(await self.sessions.tools(session))
         discovery = self.config.tool_discovery

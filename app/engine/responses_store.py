@@ -27,11 +27,12 @@ ENTRY_OVERHEAD = 200  # bytes around an entry (dict slot, tuple, str headers), r
 
 @dataclass(frozen=True, slots=True)
 class StoredResponse:
-    """A response as answered (`response`) and the conversation it ended (`items`: its input items, those of the
-    responses it continued included, then its output), in Responses wire items."""
+    """A response as answered (`response`), the conversation it ended (`items`: its input items, those of the
+    responses it continued included, then its output, in Responses wire items) and the tools it had found."""
 
     response: JsonObject
     items: list[JsonObject]
+    tools: list[str]
 
 
 class ResponseStore(Protocol):
@@ -45,7 +46,8 @@ class ResponseStore(Protocol):
 
 
 def _encode(owner: Identity, stored: StoredResponse) -> str:
-    return json.dumps({"owner": owner.id, "response": stored.response, "items": stored.items}, ensure_ascii=False)
+    fields = {"owner": owner.id, "response": stored.response, "items": stored.items, "tools": stored.tools}
+    return json.dumps(fields, ensure_ascii=False)
 
 
 def _decode(owner: Identity, text: str | bytes) -> StoredResponse | None:
@@ -53,7 +55,7 @@ def _decode(owner: Identity, text: str | bytes) -> StoredResponse | None:
     found = json.loads(text)
     if found.get("owner") != owner.id:
         return None
-    return StoredResponse(found["response"], found["items"])
+    return StoredResponse(found["response"], found["items"], found["tools"])
 
 
 class MemoryResponseStore:

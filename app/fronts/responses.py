@@ -129,9 +129,10 @@ class ResponsesFront:
                 400, f"Too many input items with the previous response's: {len(items)} (this gateway accepts at "
                 f"most {call.limits.max_messages}).", param="input",
             )  # fmt: skip
-        state.items = items
+        state.items, state.tools = items, stored.tools
         earlier = input_items(stored.items)
         request.messages = messages_of([*earlier, *state.parsed.items], state.parsed.request.instructions)
+        request.loaded_tools = stored.tools  # the tools the conversation found stay loaded, searched once
         return request
 
     async def answer(self, answer: Answer, call: Call) -> JsonObject:
@@ -147,7 +148,11 @@ class ResponsesFront:
     async def keep(self, call: Call, body: JsonObject) -> None:
         state = _state(call)
         if state.parsed.request.store is not False:
-            await self.store.save(call.identity, StoredResponse(body, [*state.items, *body["output"]]))
+            found = body.get("tool_discovery", {})
+            tools = list(
+                dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
+            )
+            await self.store.save(call.identity, StoredResponse(body, [*state.items, *body["output"]], tools))
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         return self._sse(events, call, ResponsesStream(_state(call), call.model))

@@ -36,6 +36,7 @@ class ResponseCall:
     id: str = field(default_factory=lambda: item_id("resp"))
     created_at: int = field(default_factory=lambda: int(time.time()))
     items: list[JsonObject] = field(default_factory=list)  # the whole conversation's input items, for the store
+    tools: list[str] = field(default_factory=list)  # the tools the conversation found before this request
 
 
 def response_json(
