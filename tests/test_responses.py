@@ -140,6 +140,21 @@ async def test_client_tool_returns_a_function_call_and_continues_with_its_output
         assert messages[2] == {"role": "tool", "content": "shipped yesterday", "tool_call_id": function_call.call_id}
 
 
+async def test_deferred_function_tool_is_found_by_search(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory()
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "look up an order"})]),
+        completion(calls=[("lookup_order", {"id": "o-1"})]),
+    )
+    deferred: Any = {**LOOKUP, "defer_loading": True}
+    response = await sdk(client).responses.create(model="fast", input="where is o-1", tools=[deferred])
+    assert "lookup_order" not in upstream.tool_names(0) and "lookup_order" in upstream.tool_names(1)
+    sent = next(tool for tool in upstream.requests[1]["tools"] if tool["function"]["name"] == "lookup_order")
+    assert "defer_loading" not in sent and "defer_loading" not in sent["function"]
+    assert [(item.type, getattr(item, "name", None)) for item in response.output] == [("function_call", "lookup_order")]
+    assert response.model_extra["tool_discovery"]["tools_discovered"] == ["lookup_order"]  # type: ignore[index]
+
+
 async def test_reasoning_becomes_a_reasoning_item(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     reply = completion("42.")
@@ -170,7 +185,16 @@ async def test_parameters_go_upstream_under_chat_names(upstream: Upstream, gatew
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     await sdk(client).responses.create(
         model="fast",
-        input=[{"role": "developer", "content": "Answer in JSON."}, {"role": "user", "content": "capital of France"}],
+        input=[
+            {"role": "developer", "content": "Answer in JSON."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "capital of France"},
+                    {"type": "input_image", "image_url": "https://example.com/map.png", "detail": "auto"},
+                ],
+            },
+        ],
         max_output_tokens=50,
         temperature=0.3,
         top_p=0.9,
@@ -184,7 +208,16 @@ async def test_parameters_go_upstream_under_chat_names(upstream: Upstream, gatew
         "type": "json_schema",
         "json_schema": {"name": "city", "schema": schema, "strict": True},
     }
-    assert sent["messages"][0] == {"role": "system", "content": "Answer in JSON."}
+    assert sent["messages"] == [
+        {"role": "system", "content": "Answer in JSON."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "capital of France"},
+                {"type": "image_url", "image_url": {"url": "https://example.com/map.png", "detail": "auto"}},
+            ],
+        },
+    ]
     for absent in ("metadata", "store", "max_output_tokens", "text", "input", "instructions"):
         assert absent not in sent
 
@@ -246,7 +279,9 @@ async def test_bad_requests_are_answered_in_openai_shape(upstream: Upstream, gat
     response = await client.post("/v1/responses", json={"model": "fast", "input": [{"role": "user"}]})
     assert response.json()["error"]["param"] == "input[0].content"
     response = await client.post("/v1/responses", json={"model": "fast"})
-    assert response.json()["error"]["message"] == "Invalid request: 'input' is required."
+    assert response.json()["error"]["message"] == "Invalid request: 'input' is required and must not be empty."
+    response = await client.post("/v1/responses", json={"model": "fast", "input": []})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "input"
     response = await client.post("/v1/responses", json={"model": "fast", "input": "x", "conversation": "conv_1"})
     assert response.status_code == 400 and "'conversation' is not supported" in response.json()["error"]["message"]
 

@@ -139,7 +139,8 @@ def _content(content: str | list[dict[str, Any]], index: int, assistant: bool) -
         elif kind == "refusal" and isinstance(part.get("refusal"), str):
             parts.append(Part("text", text=part["refusal"]))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            parts.append(Part("image", url=part["image_url"]))
+            image = {"url": part["image_url"], **({"detail": part["detail"]} if part.get("detail") else {})}
+            parts.append(Part("image", url=part["image_url"], native={"type": "image_url", "image_url": image}))
         elif kind == "input_image":
             raise GatewayError(400, f"Invalid request: '{where}' needs an 'image_url' (file ids are not supported).",
                                param=f"{where}.image_url")  # fmt: skip

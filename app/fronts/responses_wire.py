@@ -150,8 +150,8 @@ def parse_responses_request(raw_body: bytes, max_items: int, max_tools: int) -> 
         raise invalid_request(exc) from None
     if request.background:
         raise GatewayError(400, "'background' responses are not supported by this gateway.", param="background")
-    if request.input is None and request.previous_response_id is None:
-        raise GatewayError(400, "Invalid request: 'input' is required.", param="input")
+    if not request.input and request.previous_response_id is None:
+        raise GatewayError(400, "Invalid request: 'input' is required and must not be empty.", param="input")
     raw_items = _raw_items(request.input)
     items = input_items(raw_items)
     tools = [tool for index, raw in enumerate(request.tools or ()) if (tool := _tool(raw, index)) is not None]
