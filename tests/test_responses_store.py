@@ -66,3 +66,18 @@ async def test_replicas_share_responses_in_redis(redis_url: str, upstream: Upstr
     await sdk(second, "k1").responses.delete(made.id)
     with pytest.raises(openai.NotFoundError):
         await sdk(first, "k1").responses.retrieve(made.id)
+
+
+async def test_a_large_conversation_continues(upstream: Upstream, gateway_factory: Any) -> None:
+    """Over 256 KiB the conversation is encoded, decoded and validated in a worker thread; it comes back whole."""
+    client, _ = await gateway_factory()
+    upstream.script(completion("Read it."), completion("Still here."))
+    api = sdk(client)
+    long_text = "lorem ipsum " * 40_000
+    made = await api.responses.create(model="fast", input=long_text)
+    answer = await api.responses.create(model="fast", input="and?", previous_response_id=made.id)
+    assert answer.output_text == "Still here."
+    assert upstream.requests[1]["messages"][:2] == [
+        {"role": "user", "content": long_text},
+        {"role": "assistant", "content": "Read it."},
+    ]

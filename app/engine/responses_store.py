@@ -8,6 +8,7 @@ In memory by default, bounded in count and bytes (least recently used out first)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -23,6 +24,7 @@ from app.server.auth import Identity
 log = logging.getLogger("toolsift.responses")
 KEY_PREFIX = "toolsift:response:"
 ENTRY_OVERHEAD = 200  # bytes around an entry (dict slot, tuple, str headers), roughly
+OFF_LOOP_BYTES = 256 * 1024  # larger conversations are encoded and decoded in a worker thread (milliseconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +35,17 @@ class StoredResponse:
     response: JsonObject
     items: list[JsonObject]
     tools: list[str]
+    size: int = 0  # its JSON text's length, as read from the store
+
+
+async def _off_loop_if_large(size: int, function: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(function, *args) if size > OFF_LOOP_BYTES else function(*args)
 
 
 class ResponseStore(Protocol):
-    async def save(self, owner: Identity, stored: StoredResponse) -> None: ...
+    async def save(self, owner: Identity, stored: StoredResponse, size_hint: int = 0) -> None:
+        """`size_hint`: about how large the conversation is (its request bodies), to encode a large one off-loop."""
+        ...
 
     async def get(self, owner: Identity, response_id: str) -> StoredResponse | None: ...
 
@@ -55,7 +64,7 @@ def _decode(owner: Identity, text: str | bytes) -> StoredResponse | None:
     found = json.loads(text)
     if found.get("owner") != owner.id:
         return None
-    return StoredResponse(found["response"], found["items"], found["tools"])
+    return StoredResponse(found["response"], found["items"], found["tools"], len(text))
 
 
 class MemoryResponseStore:
@@ -71,9 +80,9 @@ class MemoryResponseStore:
         self._clock = clock
         self._entries: OrderedDict[str, tuple[float, str]] = OrderedDict()
 
-    async def save(self, owner: Identity, stored: StoredResponse) -> None:
+    async def save(self, owner: Identity, stored: StoredResponse, size_hint: int = 0) -> None:
         response_id = str(stored.response["id"])
-        text = _encode(owner, stored)
+        text: str = await _off_loop_if_large(size_hint, _encode, owner, stored)
         self._forget(response_id)
         self._entries[response_id] = (self._clock(), text)
         self.bytes += _size(response_id, text)
@@ -88,7 +97,7 @@ class MemoryResponseStore:
         if self._clock() - stamp > self.ttl:
             self._forget(response_id)
             return None
-        stored = _decode(owner, text)
+        stored: StoredResponse | None = await _off_loop_if_large(len(text), _decode, owner, text)
         if stored is not None:
             self._entries.move_to_end(response_id)
         return stored
@@ -126,9 +135,10 @@ class RedisResponseStore:
         self.ttl = max(1, int(ttl_seconds))
         self._redis: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
 
-    async def save(self, owner: Identity, stored: StoredResponse) -> None:
+    async def save(self, owner: Identity, stored: StoredResponse, size_hint: int = 0) -> None:
+        text = await _off_loop_if_large(size_hint, _encode, owner, stored)
         try:
-            await self._redis.set(KEY_PREFIX + str(stored.response["id"]), _encode(owner, stored), ex=self.ttl)
+            await self._redis.set(KEY_PREFIX + str(stored.response["id"]), text, ex=self.ttl)
         except Exception as exc:
             log.warning("response store unavailable: %s", type(exc).__name__)
 
@@ -138,7 +148,10 @@ class RedisResponseStore:
         except Exception as exc:
             log.warning("response store unavailable: %s", type(exc).__name__)
             raise GatewayError(503, "The response store is unavailable; try again.", "server_error") from None
-        return None if text is None else _decode(owner, text)
+        if text is None:
+            return None
+        found: StoredResponse | None = await _off_loop_if_large(len(text), _decode, owner, text)
+        return found
 
     async def delete(self, owner: Identity, response_id: str) -> bool:
         if await self.get(owner, response_id) is None:

@@ -10,6 +10,7 @@ the chat names every OpenAI-compatible upstream takes); the answer becomes a `re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -26,8 +27,8 @@ from app.engine.events import (
     ReasoningDelta,
     RoundStarted,
 )
-from app.engine.model import ChatRequest, ClientTool, JsonObject, Options, ToolSpec
-from app.engine.responses_store import ResponseStore, StoredResponse
+from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
+from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call
 from app.fronts.responses_items import (
@@ -108,7 +109,7 @@ class ResponsesFront:
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
         parsed = parse_responses_request(body, call.limits.max_messages, call.limits.max_tools)
-        call.state = ResponseCall(parsed, items=list(parsed.raw_items))
+        call.state = ResponseCall(parsed, items=list(parsed.raw_items), size=len(body))
         return chat_request(parsed)
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
@@ -129,9 +130,11 @@ class ResponsesFront:
                 400, f"Too many input items with the previous response's: {len(items)} (this gateway accepts at "
                 f"most {call.limits.max_messages}).", param="input",
             )  # fmt: skip
-        state.items, state.tools = items, stored.tools
-        earlier = input_items(stored.items)
-        request.messages = messages_of([*earlier, *state.parsed.items], state.parsed.request.instructions)
+        state.items, state.tools, state.size = items, stored.tools, state.size + stored.size
+        if stored.size > OFF_LOOP_BYTES:  # validating a long conversation takes milliseconds
+            request.messages = await asyncio.to_thread(_continued, stored.items, state.parsed)
+        else:
+            request.messages = _continued(stored.items, state.parsed)
         request.loaded_tools = stored.tools  # the tools the conversation found stay loaded, searched once
         return request
 
@@ -152,7 +155,8 @@ class ResponsesFront:
             tools = list(
                 dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
             )
-            await self.store.save(call.identity, StoredResponse(body, [*state.items, *body["output"]], tools))
+            stored = StoredResponse(body, [*state.items, *body["output"]], tools)
+            await self.store.save(call.identity, stored, state.size)
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         return self._sse(events, call, ResponsesStream(_state(call), call.model))
@@ -203,6 +207,10 @@ class ResponsesFront:
         if not await self.store.delete(call.identity, response_id):
             raise _not_found(response_id)
         return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+
+def _continued(earlier: list[JsonObject], parsed: ParsedResponses) -> list[Message]:
+    return messages_of([*input_items(earlier), *parsed.items], parsed.request.instructions)
 
 
 def _not_found(response_id: str) -> GatewayError:

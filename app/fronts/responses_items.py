@@ -37,6 +37,7 @@ class ResponseCall:
     created_at: int = field(default_factory=lambda: int(time.time()))
     items: list[JsonObject] = field(default_factory=list)  # the whole conversation's input items, for the store
     tools: list[str] = field(default_factory=list)  # the tools the conversation found before this request
+    size: int = 0  # bytes of the conversation's request bodies, roughly: a large one is handled off-loop
 
 
 def response_json(
