@@ -299,3 +299,21 @@ async def test_upstream_failure_before_and_after_the_stream_started(upstream: Up
         kinds = [event.type async for event in stream]
     assert kinds[:2] == ["response.created", "response.in_progress"]
     assert kinds[-2:] == ["error", "response.failed"]
+
+
+async def test_reasoning_items_passed_back_go_with_their_turn(upstream: Upstream, gateway_factory: Any) -> None:
+    client, _ = await gateway_factory()
+    upstream.script(completion("Done."))
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": "Hm."}],
+    }
+    call = {"type": "function_call", "call_id": "call_1", "name": "lookup_order", "arguments": '{"id": "o-1"}'}
+    output = {"type": "function_call_output", "call_id": "call_1", "output": [{"type": "input_text", "text": "ok"}]}
+    items: Any = [{"role": "user", "content": "o-1?"}, reasoning, call, output]
+    await sdk(client).responses.create(model="fast", input=items, tools=[LOOKUP])  # type: ignore[list-item]
+    messages = upstream.requests[0]["messages"]
+    assert messages[1]["reasoning_content"] == "Hm." and messages[1]["tool_calls"][0]["id"] == "call_1"
+    assert messages[2] == {"role": "tool", "content": "ok", "tool_call_id": "call_1"}
