@@ -205,6 +205,15 @@ class SessionConfig(_Strict):
     redis_url: str | None = None
 
 
+class ResponsesStoreConfig(_Strict):
+    """Stored Responses API responses (`store` not false), for `previous_response_id` and GET/DELETE; in Redis
+    when `sessions.redis_url` is set."""
+
+    ttl_seconds: float = Field(86_400.0, gt=0)
+    max_responses: int = Field(10_000, ge=1)
+    max_bytes: int = Field(256 * 1024 * 1024, ge=4096, description="in-memory store's size bound, oldest out first")
+
+
 class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     default_provider: str | None = None
@@ -214,6 +223,7 @@ class Config(_Strict):
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
+    responses_store: ResponsesStoreConfig = Field(default_factory=lambda: ResponsesStoreConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10

@@ -123,7 +123,9 @@ def main() -> None:
     targets = {
         "direct": f"{upstream_url}/chat/completions",
         "toolsift": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
+        "responses": f"http://127.0.0.1:{gateway_port}/v1/responses",  # the Responses front, same gateway
     }
+    processes["responses"] = gateway
     if args.baseline:
         baseline_port = free_port()
         env = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
@@ -132,8 +134,8 @@ def main() -> None:
     if args.litellm:
         processes["litellm"] = start_litellm(upstream_url, litellm_port)
         targets["litellm"] = f"http://127.0.0.1:{litellm_port}/v1/chat/completions"
-    body: dict[str, object] = {"model": "fast", "messages": [{"role": "user", "content": "Say hello."}]}
-    stream_body = {**body, "stream": True}
+    chat: dict[str, object] = {"model": "fast", "messages": [{"role": "user", "content": "Say hello."}]}
+    bodies = {name: chat for name in targets} | {"responses": {"model": "fast", "input": "Say hello."}}
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
         wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
@@ -145,31 +147,31 @@ def main() -> None:
         first: dict[str, list[float]] = {name: [] for name in targets}
         cpu: dict[str, float] = {}
         with httpx.Client(timeout=30) as client:
-            for url in targets.values():  # warm-up
+            for name, url in targets.items():  # warm-up
                 for _ in range(30):
-                    sequential_ms(client, url, body)
+                    sequential_ms(client, url, bodies[name])
             for _ in range(args.requests):
                 for name, url in targets.items():
-                    latency[name].append(sequential_ms(client, url, body))
+                    latency[name].append(sequential_ms(client, url, bodies[name]))
             # CPU per request of each target's own process, one target at a time after a pause, so that neither
             # another proxy's after-request work nor the upstream serving the proxies is counted.
             for name, url in targets.items():
                 time.sleep(1)
                 before = cpu_seconds(processes[name].pid)
                 for _ in range(args.requests):
-                    sequential_ms(client, url, body)
+                    sequential_ms(client, url, bodies[name])
                 cpu[name] = (cpu_seconds(processes[name].pid) - before) * 1000 / args.requests
             for _ in range(args.requests):
                 for name, url in targets.items():
-                    first[name].append(first_content_seconds(client, url, stream_body) * 1000)
+                    first[name].append(first_content_seconds(client, url, {**bodies[name], "stream": True}) * 1000)
         if shutil.which("wrk"):
-            rates = {name: wrk_throughput(url, body, args.seconds) for name, url in targets.items()}
+            rates = {name: wrk_throughput(url, bodies[name], args.seconds) for name, url in targets.items()}
         else:
-            rates = {name: asyncio.run(throughput(url, body, args.seconds)) for name, url in targets.items()}
+            rates = {name: asyncio.run(throughput(url, bodies[name], args.seconds)) for name, url in targets.items()}
     finally:
-        for process in processes.values():
+        for process in set(processes.values()):
             process.terminate()
-        for process in processes.values():
+        for process in set(processes.values()):
             process.wait(30)
 
     print(f"Pass-through overhead: {args.requests} interleaved requests per target, {args.seconds:g} s at 32 clients\n")
@@ -186,6 +188,11 @@ def main() -> None:
     cpu_added = cpu["toolsift"]
     print(
         f"\ntoolsift adds p50 {added:+.2f} ms (first token {added_first:+.2f} ms), {cpu_added:.2f} ms CPU per request"
+    )
+    responses = percentile(latency["responses"], 0.5) - percentile(latency["direct"], 0.5)
+    print(
+        f"the Responses front adds p50 {responses:+.2f} ms ({responses / max(added, 1e-9):.2f}x the chat front's), "
+        f"{cpu['responses']:.2f} ms CPU per request ({cpu['responses'] / max(cpu_added, 1e-9):.2f}x)"
     )
     if "baseline" in targets:
         base_added = percentile(latency["baseline"], 0.5) - percentile(latency["direct"], 0.5)

@@ -1,4 +1,5 @@
-"""Time to first content byte: through the gateway vs straight to the same local streaming upstream.
+"""Time to first content byte: through the gateway (its chat and Responses fronts) vs straight to the same local
+streaming upstream.
 
 Starts a minimal OpenAI-compatible streaming upstream and `toolsift serve` (on the bundled demo's example
 servers, so every request builds its tool list and manifest) as separate processes, then sends interleaved
@@ -51,6 +52,9 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
 
+RESPONSES_TEXT = '"type":"response.output_text.delta"'
+
+
 def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object]) -> float:
     """Seconds from sending the request to the first chunk that carries content."""
     started = time.perf_counter()
@@ -59,7 +63,8 @@ def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object
         response.raise_for_status()
         for line in response.iter_lines():
             compact = line.replace(" ", "")
-            if elapsed is None and '"content":"' in compact and '"content":""' not in compact:
+            text = ('"content":"' in compact and '"content":""' not in compact) or RESPONSES_TEXT in compact
+            if elapsed is None and text:
                 elapsed = time.perf_counter() - started
     if elapsed is None:
         raise RuntimeError(f"no content from {url}")
@@ -77,28 +82,32 @@ def main() -> None:
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM_APP, str(upstream_port)])
     gateway, _ = start_gateway(demo_config(), gateway_port, env)
     processes = [gateway]
+    body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "Say hello."}]}
+    responses_body = {"model": "fast", "stream": True, "input": "Say hello."}
     targets = {
-        "direct": f"http://127.0.0.1:{upstream_port}/v1/chat/completions",
-        "gateway": f"http://127.0.0.1:{gateway_port}/v1/chat/completions",
+        "direct": (f"http://127.0.0.1:{upstream_port}/v1/chat/completions", body),
+        "gateway": (f"http://127.0.0.1:{gateway_port}/v1/chat/completions", body),
+        "responses": (f"http://127.0.0.1:{gateway_port}/v1/responses", responses_body),
     }
+    health = [f"http://127.0.0.1:{gateway_port}/healthz"]
     if args.baseline:
         baseline_port = free_port()
         baseline_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
         processes.append(start_gateway(demo_config(), baseline_port, baseline_env)[0])
-        targets["baseline"] = f"http://127.0.0.1:{baseline_port}/v1/chat/completions"
+        targets["baseline"] = (f"http://127.0.0.1:{baseline_port}/v1/chat/completions", body)
+        health.append(f"http://127.0.0.1:{baseline_port}/healthz")
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
-        for process, url in zip(processes, list(targets.values())[1:], strict=True):
-            wait_until_up(url.replace("/v1/chat/completions", "/healthz"), process)
-        body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "Say hello."}]}
+        for process, url in zip(processes, health, strict=True):
+            wait_until_up(url, process)
         samples: dict[str, list[float]] = {name: [] for name in targets}
         with httpx.Client(timeout=30) as client:
-            for url in targets.values():  # warm-up: connections, imports, first-request caches
+            for url, sent in targets.values():  # warm-up: connections, imports, first-request caches
                 for _ in range(20):
-                    first_content_seconds(client, url, body)
+                    first_content_seconds(client, url, sent)
             for _ in range(args.requests):
-                for name, url in targets.items():
-                    samples[name].append(first_content_seconds(client, url, body))
+                for name, (url, sent) in targets.items():
+                    samples[name].append(first_content_seconds(client, url, sent))
     finally:
         for process in [*processes, upstream]:
             process.terminate()
@@ -115,6 +124,9 @@ def main() -> None:
     overhead_p50 = percentile(through, 0.5) - percentile(direct, 0.5)
     overhead_p99 = percentile(through, 0.99) - percentile(direct, 0.99)
     print(f"\noverhead   p50 {overhead_p50:+.2f} ms, p99 {overhead_p99:+.2f} ms (target: p50 under 5 ms)")
+    responses_p50 = percentile([value * 1000 for value in samples["responses"]], 0.5) - percentile(direct, 0.5)
+    ratio = responses_p50 / max(overhead_p50, 1e-9)
+    print(f"Responses front p50 {responses_p50:+.2f} ms ({ratio:.2f}x the chat front's)")
     if "baseline" in samples:
         before = [value * 1000 for value in samples["baseline"]]
         print(

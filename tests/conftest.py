@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -14,7 +17,7 @@ import pytest
 from app.config import Config
 from app.engine.gateway import Gateway
 from app.server.app import create_app
-from tests.support import SERVERS, Upstream, load_example, make_config, mock_upstreams
+from tests.support import SERVERS, Upstream, free_port, load_example, make_config, mock_upstreams
 from tests.support.anthropic import ANTHROPIC_UPSTREAM
 
 TIERS = ("unit", "e2e")
@@ -82,3 +85,23 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
     for gateway, client in started:
         await client.aclose()
         await gateway.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A redis-server of the test module's own, on a free port."""
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    process.terminate()
+    process.wait(10)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,27 +13,6 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)"),
 ]
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    import socket
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    process.terminate()
-    process.wait(10)
 
 
 async def test_two_replicas_share_a_session(redis_url: str, upstream: Upstream, gateway_factory: Any) -> None:

@@ -10,6 +10,7 @@ from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
 from app.engine.model import ChatRequest
 from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
+from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_store
 from app.engine.tasks import TaskRunner
 from app.mcp.client.connections import McpManager
@@ -35,6 +36,8 @@ class Gateway:
         self.sessions = session_store(
             sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
         )
+        kept = config.responses_store
+        self.responses = response_store(kept.ttl_seconds, kept.max_responses, kept.max_bytes, sessions.redis_url)
 
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
@@ -54,6 +57,7 @@ class Gateway:
         await self.mcp.stop()
         await self.router.aclose()
         await self.sessions.aclose()
+        await self.responses.aclose()
         redaction.unregister(self._secrets)
 
     async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:

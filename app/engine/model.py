@@ -124,6 +124,7 @@ class ChatRequest:
     stream: bool = False
     tool_set: str | None = None
     session_id: str | None = None
+    loaded_tools: list[str] = field(default_factory=list)  # what the conversation found before (a stored response)
 
 
 @dataclass(frozen=True, slots=True)

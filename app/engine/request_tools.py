@@ -186,6 +186,7 @@ async def tools_for(
     already called and a session `remembered`, then what prefetch finds for the latest user message."""
     tools = prepare_request_tools(catalog, config, request, cache)
     tools.load(history_tool_names(request.messages))
+    tools.load(request.loaded_tools)
     tools.load(remembered)
     discovery = config.tool_discovery
     if discovery.prefetch:

@@ -29,6 +29,7 @@ class Call:
     limits: Limits
     model: str = ""
     request: ChatRequest | None = None  # once parsed
+    state: object = None  # the front's own record of the request (its wire fields the engine has no place for)
 
 
 class Front(Protocol):

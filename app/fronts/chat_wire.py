@@ -112,15 +112,7 @@ def parse_chat_request(
     raw_body: bytes, max_messages: int = 2000, max_tools: int = 512
 ) -> tuple[ChatCompletionRequest, dict[str, Any]]:
     """Decode and validate a request body; return the model and the raw dict for pass-through."""
-    try:
-        payload = strict_json.loads(raw_body)
-    except strict_json.JsonProblem as exc:
-        where = f"'{exc.path}'" if exc.path else "the body"
-        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(payload, dict):
-        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
+    payload = load_body(raw_body)
     for field_name, limit in (("messages", max_messages), ("tools", max_tools)):
         value = payload.get(field_name)
         if isinstance(value, list) and len(value) > limit:
@@ -130,13 +122,7 @@ def parse_chat_request(
     try:
         request = ChatCompletionRequest.model_validate(payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        param = _param_path(first["loc"])
-        detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
-        if first["type"] == "missing":
-            detail = "is required"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param) from None
+        raise invalid_request(exc) from None
     for index, message in enumerate(request.messages):
         if message.role == "tool" and message.tool_call_id is None:
             raise GatewayError(
@@ -145,6 +131,31 @@ def parse_chat_request(
                 param=f"messages[{index}].tool_call_id",
             )
     return request, payload
+
+
+def load_body(raw_body: bytes) -> dict[str, Any]:
+    """A request body as a JSON object (strictly parsed), or a 400 that says what is wrong with it."""
+    try:
+        payload = strict_json.loads(raw_body)
+    except strict_json.JsonProblem as exc:
+        where = f"'{exc.path}'" if exc.path else "the body"
+        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(payload, dict):
+        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
+    return payload
+
+
+def invalid_request(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> GatewayError:
+    """A validation failure as a 400 naming its first problem's parameter (under `prefix`, for a nested part)."""
+    first = exc.errors()[0]
+    param = _param_path((*prefix, *first["loc"]))
+    detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
+    if first["type"] == "missing":
+        detail = "is required"
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param)
 
 
 _UNION_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})

@@ -25,6 +25,7 @@ from app.mcp.front.http import HttpFront, McpPathDispatch
 from app.server.auth import ApiKeyMiddleware
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.observability import METRICS_CONTENT_TYPE
+from app.server.responses_routes import ResponsesApi
 from app.server.serve import serve
 
 log = logging.getLogger("toolsift.http")
@@ -108,7 +109,9 @@ def create_app(gateway: Gateway) -> ASGIApp:
     # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
     # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
-    return _guarded(ChatFastPath(app, _ChatEndpoint(gateway)), gateway)
+    responses = ResponsesApi(gateway)  # the Responses API (app/fronts/responses.py), its POST a fast path too
+    app.router.routes.extend(responses.routes())
+    return _guarded(responses.fast_path(ChatFastPath(app, _ChatEndpoint(gateway))), gateway)
 
 
 def _model(model_id: str, owner: str) -> dict[str, Any]:

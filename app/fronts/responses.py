@@ -1,0 +1,222 @@
+"""OpenAI Responses API <-> the engine's model: `POST /v1/responses`, its answer and its stream.
+
+The request becomes a chat (instructions as a system message, input items as turns, Responses parameters under
+the chat names every OpenAI-compatible upstream takes); the answer becomes a `response` with `reasoning`,
+`message` and `function_call` output items. A response is stored for its caller unless `store` is false, so
+`previous_response_id` continues it. The stream is OpenAI's event sequence, `sequence_number` counting from 0:
+`response.created`, `response.in_progress`, each output item opened, filled by its deltas and closed, then
+`response.completed` (or `response.incomplete`, or `error` and `response.failed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from app.engine.answer import Answer
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    Event,
+    Failed,
+    Finished,
+    KeepAlive,
+    ReasoningDelta,
+    RoundStarted,
+)
+from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
+from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
+from app.errors import GatewayError
+from app.fronts.base import Call
+from app.fronts.responses_items import (
+    ResponseCall,
+    function_call_item,
+    message_item,
+    messages_of,
+    reasoning_item,
+    response_json,
+)
+from app.fronts.responses_stream import ResponsesStream
+from app.fronts.responses_wire import ParsedResponses, input_items, parse_responses_request
+from app.server.sse import KEEPALIVE
+
+log = logging.getLogger("toolsift.stream")
+
+
+def chat_request(parsed: ParsedResponses) -> ChatRequest:
+    request = parsed.request
+    params: JsonObject = {}
+    passed: dict[str, object] = {"temperature": request.temperature, "top_p": request.top_p, "user": request.user}
+    params.update({name: value for name, value in passed.items() if value is not None})
+    if request.max_output_tokens is not None:
+        params["max_tokens"] = request.max_output_tokens  # the name every OpenAI-compatible upstream takes
+    text_format = request.text.format if request.text is not None else None
+    if text_format is not None and text_format.type == "json_object":
+        params["response_format"] = {"type": "json_object"}
+    elif text_format is not None and text_format.type == "json_schema":
+        schema: JsonObject = {"name": text_format.name, "schema": text_format.json_schema}
+        for name, value in (("description", text_format.description), ("strict", text_format.strict)):
+            if value is not None:
+                schema[name] = value
+        params["response_format"] = {"type": "json_schema", "json_schema": schema}
+    if request.reasoning is not None and request.reasoning.effort is not None:
+        params["reasoning_effort"] = request.reasoning.effort
+    if request.stream:
+        params["stream_options"] = {"include_usage": True}  # a response always reports its usage
+    choice = request.tool_choice
+    if isinstance(choice, dict):
+        choice = {"type": "function", "function": {"name": choice["name"]}}
+    return ChatRequest(
+        model=request.model,
+        messages=messages_of(parsed.items, request.instructions),
+        tools=[_client_tool(tool) for tool in parsed.tools],
+        options=Options(tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, params=params),
+        stream=request.stream,
+        tool_set=request.tool_set,
+        session_id=request.session_id,
+    )
+
+
+def _client_tool(tool: Any) -> ClientTool:
+    parameters = tool.parameters or {"type": "object", "properties": {}}
+    function: JsonObject = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    spec = ToolSpec(tool.name, tool.description or "", parameters, openai={"type": "function", "function": function})
+    return ClientTool(spec, deferred=tool.defer_loading)
+
+
+def answer_output(answer: Answer) -> list[JsonObject]:
+    output: list[JsonObject] = []
+    if answer.reasoning:
+        output.append(reasoning_item(answer.reasoning))
+    if answer.content:
+        output.append(message_item(answer.content))
+    output.extend(function_call_item(call) for call in answer.tool_calls)
+    return output
+
+
+class ResponsesFront:
+    """`POST /v1/responses`; stored responses for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}`."""
+
+    keepalive = KEEPALIVE
+
+    def __init__(self, store: ResponseStore) -> None:
+        self.store = store
+
+    def parse(self, body: bytes, call: Call) -> ChatRequest:
+        parsed = parse_responses_request(body, call.limits.max_messages, call.limits.max_tools)
+        call.state = ResponseCall(parsed, items=list(parsed.raw_items), size=len(body))
+        return chat_request(parsed)
+
+    async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
+        """A `previous_response_id` puts the stored conversation (its input and output items) before the input."""
+        state = _state(call)
+        previous_id = state.parsed.request.previous_response_id
+        if previous_id is None:
+            return request
+        stored = await self.store.get(call.identity, previous_id)
+        if stored is None:
+            raise GatewayError(
+                400, f"Previous response with id '{previous_id}' not found.", param="previous_response_id",
+                code="previous_response_not_found",
+            )  # fmt: skip
+        items = [*stored.items, *state.parsed.raw_items]
+        if len(items) > call.limits.max_messages:
+            raise GatewayError(
+                400, f"Too many input items with the previous response's: {len(items)} (this gateway accepts at "
+                f"most {call.limits.max_messages}).", param="input",
+            )  # fmt: skip
+        state.items, state.tools, state.size = items, stored.tools, state.size + stored.size
+        if stored.size > OFF_LOOP_BYTES:  # validating a long conversation takes milliseconds
+            request.messages = await asyncio.to_thread(_continued, stored.items, state.parsed)
+        else:
+            request.messages = _continued(stored.items, state.parsed)
+        request.loaded_tools = stored.tools  # the tools the conversation found stay loaded, searched once
+        return request
+
+    async def answer(self, answer: Answer, call: Call) -> JsonObject:
+        state = _state(call)
+        output = answer_output(answer)
+        model = answer.meta.model or call.model
+        body = response_json(
+            state, model, output, "completed", answer.usage, answer.discovery, finish_reason=answer.finish_reason
+        )
+        await self.keep(call, body)
+        return body
+
+    async def keep(self, call: Call, body: JsonObject) -> None:
+        state = _state(call)
+        if state.parsed.request.store is not False:
+            found = body.get("tool_discovery", {})
+            tools = list(
+                dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
+            )
+            stored = StoredResponse(body, [*state.items, *body["output"]], tools)
+            await self.store.save(call.identity, stored, state.size)
+
+    def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
+        return self._sse(events, call, ResponsesStream(_state(call), call.model))
+
+    async def _sse(
+        self, events: AsyncGenerator[Event, None], call: Call, stream: ResponsesStream
+    ) -> AsyncGenerator[str, None]:
+        """A failure before the upstream answered is raised (it keeps its HTTP status); after that it becomes an
+        `error` event and `response.failed`."""
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    if isinstance(event, Failed):
+                        if not stream.committed:
+                            raise event.error
+                        for text in stream.failed(event.error, event.discovery):
+                            yield text
+                        return
+                    if isinstance(event, KeepAlive):
+                        yield KEEPALIVE
+                        continue
+                    if isinstance(event, RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall):
+                        for text in stream.render(event):
+                            yield text
+                    elif isinstance(event, Finished):
+                        texts, body = stream.finished(event)
+                        await self.keep(call, body)
+                        for text in texts:
+                            yield text
+        except Exception:
+            if not stream.committed:
+                raise
+            log.exception("error while streaming")
+            error = GatewayError(500, "Internal gateway error while streaming; see the gateway log.", "server_error")
+            for text in stream.failed(error, None):
+                yield text
+
+    def error(self, error: GatewayError) -> JsonObject:
+        return error.body()
+
+    async def retrieve(self, call: Call, response_id: str) -> JsonObject:
+        stored = await self.store.get(call.identity, response_id)
+        if stored is None:
+            raise _not_found(response_id)
+        return stored.response
+
+    async def delete(self, call: Call, response_id: str) -> JsonObject:
+        if not await self.store.delete(call.identity, response_id):
+            raise _not_found(response_id)
+        return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+
+def _continued(earlier: list[JsonObject], parsed: ParsedResponses) -> list[Message]:
+    return messages_of([*input_items(earlier), *parsed.items], parsed.request.instructions)
+
+
+def _not_found(response_id: str) -> GatewayError:
+    return GatewayError(404, f"Response with id '{response_id}' not found.", param="response_id", code="not_found")
+
+
+def _state(call: Call) -> ResponseCall:
+    assert isinstance(call.state, ResponseCall), "parse() runs first"
+    return call.state

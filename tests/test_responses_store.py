@@ -1,0 +1,87 @@
+"""The response store: bounded in memory (count, bytes, age), per caller; in Redis shared by replicas."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import openai
+import pytest
+
+from app.engine.responses_store import MemoryResponseStore, StoredResponse
+from app.server.auth import Identity
+from tests.support import Upstream, completion, make_config
+from tests.support.responses import sdk
+
+ALICE, BOB = Identity("alice"), Identity("bob")
+
+
+def stored(response_id: str, text: str = "x") -> StoredResponse:
+    return StoredResponse({"id": response_id, "output": text}, [{"role": "user", "content": text}], ["a_tool"])
+
+
+@pytest.mark.unit
+async def test_memory_store_keeps_the_latest_within_its_bounds() -> None:
+    now = [0.0]
+    store = MemoryResponseStore(ttl_seconds=60, max_responses=2, max_bytes=10_000, clock=lambda: now[0])
+    for name in ("r1", "r2", "r3"):
+        await store.save(ALICE, stored(name))
+    assert len(store) == 2 and await store.get(ALICE, "r1") is None, "the oldest went first"
+    kept = await store.get(ALICE, "r3")
+    assert kept is not None and kept.tools == ["a_tool"] and kept.items == [{"role": "user", "content": "x"}]
+    assert await store.get(BOB, "r3") is None, "another caller's response does not exist for them"
+    assert not await store.delete(BOB, "r3") and await store.get(ALICE, "r3") is not None
+    now[0] = 61
+    assert await store.get(ALICE, "r3") is None, "expired"
+    await store.save(ALICE, stored("big", "y" * 20_000))
+    assert await store.get(ALICE, "big") is None and store.bytes <= 10_000, "larger than the whole store: not kept"
+
+
+@pytest.mark.unit
+async def test_config_bounds_the_gateway_store(upstream: Upstream, gateway_factory: Any) -> None:
+    client, gateway = await gateway_factory(make_config(responses_store={"max_responses": 1, "ttl_seconds": 30}))
+    upstream.script(completion("one"), completion("two"))
+    api = sdk(client)
+    first = await api.responses.create(model="fast", input="1")
+    second = await api.responses.create(model="fast", input="2")
+    assert (await api.responses.retrieve(second.id)).output_text == "two"
+    with pytest.raises(openai.NotFoundError):
+        await api.responses.retrieve(first.id)
+    assert gateway.responses.ttl == 30
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+async def test_replicas_share_responses_in_redis(redis_url: str, upstream: Upstream, gateway_factory: Any) -> None:
+    config = make_config(sessions={"redis_url": redis_url}, auth={"api_keys": ["k1", "k2"]})
+    (first, _), (second, _) = await gateway_factory(config), await gateway_factory(config)
+    upstream.script(completion("Hi from one."), completion("Hi from two."))
+    made = await sdk(first, "k1").responses.create(model="fast", input="hello")
+    answer = await sdk(second, "k1").responses.create(model="fast", input="again", previous_response_id=made.id)
+    assert answer.output_text == "Hi from two."
+    assert upstream.requests[-1]["messages"][:2] == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "Hi from one."},
+    ]
+    with pytest.raises(openai.NotFoundError):
+        await sdk(second, "k2").responses.retrieve(made.id)
+    await sdk(second, "k1").responses.delete(made.id)
+    with pytest.raises(openai.NotFoundError):
+        await sdk(first, "k1").responses.retrieve(made.id)
+
+
+@pytest.mark.unit
+async def test_a_large_conversation_continues(upstream: Upstream, gateway_factory: Any) -> None:
+    """Over 256 KiB the conversation is encoded, decoded and validated in a worker thread; it comes back whole."""
+    client, _ = await gateway_factory()
+    upstream.script(completion("Read it."), completion("Still here."))
+    api = sdk(client)
+    long_text = "lorem ipsum " * 40_000
+    made = await api.responses.create(model="fast", input=long_text)
+    answer = await api.responses.create(model="fast", input="and?", previous_response_id=made.id)
+    assert answer.output_text == "Still here."
+    assert upstream.requests[1]["messages"][:2] == [
+        {"role": "user", "content": long_text},
+        {"role": "assistant", "content": "Read it."},
+    ]
