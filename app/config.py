@@ -263,6 +263,20 @@ class Config(_Strict):
             raise ValueError("\n".join(problems))
         return self
 
+    def provider_problems(self) -> str | None:
+        """Why no provider can serve a chat request, or None when one can. A provider whose key comes from an unset
+        `${VAR}` fails every call (as HttpProvider checks), unless it sends each caller's own key instead."""
+        if not self.providers:
+            return "no provider is configured"
+        keyless = {}
+        for name, provider in self.providers.items():
+            variable = self.unset_env.get(f"providers.{name}.api_key")
+            if provider.forward_client_auth or provider.api_key != "" or variable is None:
+                return None
+            keyless[name] = variable
+        unset = "; ".join(f"provider {name!r} has no API key (set {variable})" for name, variable in keyless.items())
+        return f"no provider can serve: {unset}"
+
     def secrets(self) -> set[str]:
         """Every configured secret, for redaction: upstream and embeddings-endpoint keys, extra header values,
         MCP header values and the `env` values that came from `${VAR}`, gateway keys, and credentials inside
