@@ -87,6 +87,9 @@ async def check(config: Config, _: argparse.Namespace) -> int:
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:
+    if args.server is not None and args.server not in config.mcp_servers:  # before starting every server
+        print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(config.mcp_servers)}", file=sys.stderr)
+        return 2
     _, entries = await _tool_set_entries(config, args.tool_set)
     if entries is None:
         return 2
