@@ -83,7 +83,7 @@ class McpServerConfig(BaseModel):
     url: str | None = None
     transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    defer_loading: bool = False
+    defer_loading: bool | None = Field(None, description="unset: tool_discovery.defer decides")
     disabled: bool = False
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
@@ -150,12 +150,24 @@ class SemanticConfig(_Strict):
 
 class ToolDiscoveryConfig(_Strict):
     enabled: bool = True
-    defer_all: bool = False
+    defer: Literal["auto", "all", "none"] = Field(
+        "auto", description="for servers without defer_loading; auto defers them when their tools are large"
+    )
+    defer_all: bool | None = Field(None, description='the older spelling of defer "all"')
+    auto_defer_min_tokens: int = Field(4000, ge=0, description="o200k tokens of tools above which auto defers")
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
     manifest_max_tokens: int = Field(1000, ge=100)
     prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
     prefetch_min_match: float = Field(0.3, ge=0, le=1, description="score / best possible score for the query")
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
+
+    @model_validator(mode="after")
+    def _defer_all_is_an_alias(self) -> ToolDiscoveryConfig:
+        if self.defer_all:
+            if "defer" in self.model_fields_set and self.defer != "all":
+                raise ValueError(f'defer_all: true contradicts defer: "{self.defer}"; keep only defer')
+            self.defer = "all"
+        return self
 
 
 class ExcludeSpec(_Strict):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Config, ExcludeSpec, ServerSelection
+from app.engine.deferral import Deferral, decide_deferral
 from app.fronts.chat_completions import GatewayError, ToolDefinition
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -63,6 +64,7 @@ class Catalog:
     version: int
     servers: Mapping[str, ServerTools]
     tools: Mapping[str, ToolEntry]
+    deferral: Deferral  # which servers are deferred, and why
 
 
 def exposed_name(server: str, tool: str, taken: set[str]) -> str:
@@ -84,39 +86,59 @@ def openai_definition(name: str, description: str, parameters: dict[str, Any]) -
 
 def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version: int) -> Catalog:
     """Make a snapshot from each server's `tools/list` result (mcp Tool objects), in config order."""
-    discovery = config.tool_discovery
     taken: set[str] = {SEARCH_TOOL_NAME}
-    servers: dict[str, ServerTools] = {}
-    tools: dict[str, ToolEntry] = {}
-    for server_name, server_config in config.mcp_servers.items():
+    drafts: dict[str, list[_Draft]] = {}
+    for server_name in config.mcp_servers:
         if server_name not in listings:
             continue
-        server_deferred = discovery.enabled and (discovery.defer_all or server_config.defer_loading)
-        entries: list[ToolEntry] = []
-        hints = config.tool_hints.get(server_name, {})
+        drafts[server_name] = []
         for tool in listings[server_name]:
-            meta = getattr(tool, "meta", None) or {}
             name = exposed_name(server_name, tool.name, taken)
             taken.add(name)
             description = (tool.description or getattr(tool, "title", None) or "").strip()
             parameters = _clean_schema(tool.input_schema)
-            definition = openai_definition(name, description, parameters)
+            drafts[server_name].append(_Draft(tool, name, description, parameters))
+    deferral = decide_deferral(config, {name: [d.definition for d in rows] for name, rows in drafts.items()})
+    servers: dict[str, ServerTools] = {}
+    tools: dict[str, ToolEntry] = {}
+    for server_name, rows in drafts.items():
+        server_deferred = deferral.servers[server_name].deferred
+        hints = config.tool_hints.get(server_name, {})
+        entries: list[ToolEntry] = []
+        for draft in rows:
+            meta = getattr(draft.tool, "meta", None) or {}
             entry = ToolEntry(
-                name=name,
-                original_name=tool.name,
+                name=draft.name,
+                original_name=draft.tool.name,
                 server=server_name,
-                description=description,
-                parameters=parameters,
+                description=draft.description,
+                parameters=draft.parameters,
                 deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True,
-                search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
-                definition=definition,
-                tokens=estimate_tokens(definition),
+                search_hint=" ".join(
+                    filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(draft.tool.name, "")])
+                ),
+                definition=draft.definition,
+                tokens=estimate_tokens(draft.definition),
             )
             entries.append(entry)
-            tools[name] = entry
-        summary = server_config.description or _summarise(entries)
+            tools[draft.name] = entry
+        summary = config.mcp_servers[server_name].description or _summarise(entries)
         servers[server_name] = ServerTools(server_name, summary, server_deferred, tuple(entries))
-    return Catalog(version=version, servers=servers, tools=tools)
+    return Catalog(version=version, servers=servers, tools=tools, deferral=deferral)
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """A listed tool named and cleaned, before its deferral is known (that depends on every server's tools)."""
+
+    tool: Any
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        return openai_definition(self.name, self.description, self.parameters)
 
 
 def _clean_schema(schema: Any) -> dict[str, Any]:
