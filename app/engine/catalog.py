@@ -97,7 +97,8 @@ def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version
             taken.add(name)
             description = (tool.description or getattr(tool, "title", None) or "").strip()
             parameters = _clean_schema(tool.input_schema)
-            drafts[server_name].append(_Draft(tool, name, description, parameters))
+            definition = openai_definition(name, description, parameters)
+            drafts[server_name].append(_Draft(tool, name, description, parameters, definition))
     deferral = decide_deferral(config, {name: [d.definition for d in rows] for name, rows in drafts.items()})
     servers: dict[str, ServerTools] = {}
     tools: dict[str, ToolEntry] = {}
@@ -135,10 +136,7 @@ class _Draft:
     name: str
     description: str
     parameters: dict[str, Any]
-
-    @property
-    def definition(self) -> dict[str, Any]:
-        return openai_definition(self.name, self.description, self.parameters)
+    definition: dict[str, Any]
 
 
 def _clean_schema(schema: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ class ServerDeferral:
 
 @dataclass(frozen=True, slots=True)
 class Deferral:
-    mode: str  # tool_discovery.defer, or "off" when discovery is disabled
+    mode: str  # tool_discovery.defer
     threshold: int
     servers: Mapping[str, ServerDeferral]
     auto_tokens: Mapping[str, int] = field(default_factory=dict)  # per listed server that "auto" decides
@@ -43,7 +43,7 @@ def decide_deferral(config: Config, definitions: Mapping[str, list[dict[str, Any
     threshold = discovery.auto_defer_min_tokens
     if not discovery.enabled:
         off = ServerDeferral(False, "tool_discovery.enabled is false")
-        return Deferral("off", threshold, {name: off for name in config.mcp_servers})
+        return Deferral(discovery.defer, threshold, {name: off for name in config.mcp_servers})
     undecided = [name for name, server in config.mcp_servers.items() if server.defer_loading is None]
     auto_tokens = (
         {name: _tokens(definitions[name]) for name in undecided if name in definitions}
