@@ -73,6 +73,7 @@ def _short(text: str, limit: int = 70) -> str:
 async def check(config: Config, _: argparse.Namespace) -> int:
     async with connected(config) as manager:
         health = manager.health()
+        deferral = manager.catalog.deferral
     rows = [
         (name, h["transport"], h["state"], h["tools"], "deferred" if h["deferred"] else "loaded", h["error"] or "")
         for name, h in health.items()
@@ -80,6 +81,16 @@ async def check(config: Config, _: argparse.Namespace) -> int:
     print("config: ok")
     for line in table(rows, ["server", "transport", "state", "tools", "status", "error"]):
         print(line)
+    if deferral.servers:
+        kind = "o200k_base tokens" if tokens.exact() else "estimated tokens"
+        threshold = f"auto_defer_min_tokens: {deferral.threshold:,} {kind}"
+        print(f"\ndeferral (tool_discovery.defer: {deferral.mode}, {threshold}):")
+        why = [(name, "deferred" if d.deferred else "loaded", d.reason) for name, d in deferral.servers.items()]
+        for line in table(why, ["server", "status", "why"]):
+            print(f"  {line}")
+    unready = config.provider_problems()
+    if unready:
+        print(f"warning: {unready}; chat requests will fail until one can serve", file=sys.stderr)
     down = [name for name, h in health.items() if h["state"] == ServerState.DOWN.value]
     if down:
         print(f"{len(down)} server(s) down: {', '.join(down)}", file=sys.stderr)
@@ -88,6 +99,9 @@ async def check(config: Config, _: argparse.Namespace) -> int:
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:
+    if args.server is not None and args.server not in config.mcp_servers:  # before starting every server
+        print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(config.mcp_servers)}", file=sys.stderr)
+        return 2
     _, entries = await _tool_set_entries(config, args.tool_set)
     if entries is None:
         return 2

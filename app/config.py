@@ -84,7 +84,7 @@ class McpServerConfig(BaseModel):
     url: str | None = None
     transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    defer_loading: bool = False
+    defer_loading: bool | None = Field(None, description="unset: tool_discovery.defer decides")
     always_load: list[str] = Field(
         default_factory=list, description="tools of a deferred server that stay loaded (the server's own names)"
     )
@@ -154,7 +154,11 @@ class SemanticConfig(_Strict):
 
 class ToolDiscoveryConfig(_Strict):
     enabled: bool = True
-    defer_all: bool = False
+    defer: Literal["auto", "all", "none"] = Field(
+        "auto", description="for servers without defer_loading; auto defers them when their tools are large"
+    )
+    defer_all: bool | None = Field(None, description='the older spelling of defer "all"')
+    auto_defer_min_tokens: int = Field(4000, ge=0, description="o200k tokens of tools above which auto defers")
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
     manifest_max_tokens: int = Field(1000, ge=100)
     prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
@@ -163,6 +167,14 @@ class ToolDiscoveryConfig(_Strict):
         LOAD_RELATED_DEFAULT, ge=0, le=SEARCH_RESULTS_HARD_CAP, description="related tools loaded per found tool"
     )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
+
+    @model_validator(mode="after")
+    def _defer_all_is_an_alias(self) -> ToolDiscoveryConfig:
+        if self.defer_all:
+            if "defer" in self.model_fields_set and self.defer != "all":
+                raise ValueError(f'defer_all: true contradicts defer: "{self.defer}"; keep only defer')
+            self.defer = "all"
+        return self
 
 
 class ExcludeSpec(_Strict):
@@ -290,6 +302,20 @@ class Config(_Strict):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def provider_problems(self) -> str | None:
+        """Why no provider can serve a chat request, or None when one can. A provider whose key comes from an unset
+        `${VAR}` fails every call (as HttpProvider checks), unless it sends each caller's own key instead."""
+        if not self.providers:
+            return "no provider is configured"
+        keyless = {}
+        for name, provider in self.providers.items():
+            variable = self.unset_env.get(f"providers.{name}.api_key")
+            if provider.forward_client_auth or provider.api_key != "" or variable is None:
+                return None
+            keyless[name] = variable
+        unset = "; ".join(f"provider {name!r} has no API key (set {variable})" for name, variable in keyless.items())
+        return f"no provider can serve: {unset}"
 
     def secrets(self) -> set[str]:
         """Every configured secret, for redaction: upstream and embeddings-endpoint keys, extra header values,

@@ -184,12 +184,18 @@ async def test_nothing_deferred_means_no_search_tools(upstream: Upstream, gatewa
     assert "search_tools" not in upstream.tool_names(0)
 
 
-async def test_defer_all_defers_every_server(upstream: Upstream, gateway_factory: Any) -> None:
-    client, _ = await gateway_factory(make_config(tool_discovery={"defer_all": True}))
-    upstream.script(completion("x"))
-    await client.post("/v1/chat/completions", json=chat_body("hi"))
-    assert upstream.tool_names(0) == ["search_tools"]
-    assert "- weather (4 tools)" in upstream.requests[0]["tools"][0]["function"]["description"]
+async def test_defer_all_defers_every_server_but_an_explicit_defer_loading_false(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    servers = {"weather": {"command": "unused"}, "notes": {"command": "unused", "defer_loading": False}}
+    for call, discovery in enumerate([{"defer_all": True}, {"defer": "all"}]):
+        client, _ = await gateway_factory(make_config(mcpServers=servers, tool_sets={}, tool_discovery=discovery))
+        upstream.script(completion("x"))
+        await client.post("/v1/chat/completions", json=chat_body("hi"))
+        names = upstream.tool_names(call)
+        assert names[-1] == "search_tools" and not any(name.startswith("weather__") for name in names[:-1])
+        assert len(names) == 1 + 9, "notes' own defer_loading: false wins"
+        assert "- weather (4 tools)" in upstream.requests[call]["tools"][-1]["function"]["description"]
 
 
 async def test_tool_sets_restrict_listing_search_and_calls(upstream: Upstream, gateway_factory: Any) -> None:

@@ -86,6 +86,15 @@ def test_tools_lists_names_status_and_respects_tool_sets(small_config: Path) -> 
     assert unknown.returncode == 2 and "Available tool sets: money" in unknown.stderr
 
 
+def test_tools_with_an_unknown_server_exits_2_naming_the_servers(small_config: Path) -> None:
+    result = run("tools", "--config", str(small_config), "--server", "nope")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == "toolsift: unknown server 'nope'; servers: weather, finance\n"
+    known = run("tools", "--config", str(small_config), "--server", "weather")
+    assert known.returncode == 0 and len(known.stdout.splitlines()) == 1 + 4
+
+
 def test_manifest_prints_the_search_tools_description_and_tokens(small_config: Path) -> None:
     result = run("manifest", "--config", str(small_config))
     assert result.returncode == 0, result.stderr

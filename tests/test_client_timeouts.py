@@ -90,3 +90,30 @@ def test_a_connection_that_never_sends_is_closed_and_keep_alive_is_not_cut(gatew
         again = client.get("/v1/models")
         assert again.status_code == 200
         assert client.post("/v1/chat/completions", json={"model": "x"}).status_code == 400
+
+
+def _answer(address: tuple[str, int], data: bytes) -> tuple[bytes, dict[str, str], bytes]:
+    """Send `data`, read until the gateway closes; the status line, headers and body it wrote."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status, *lines = head.split(b"\r\n")
+    headers = {name.decode().lower(): value.decode() for name, _, value in (line.partition(b": ") for line in lines)}
+    return status, headers, body
+
+
+def test_answers_written_without_the_app_carry_a_request_id_and_a_json_error(gateway: tuple[str, int]) -> None:
+    body_late = HEADERS + b"x-request-id: mine-408\r\ncontent-length: 100\r\n\r\n{"
+    status, headers, body = _answer(gateway, body_late)
+    assert status == b"HTTP/1.1 408 Request Timeout" and headers["x-request-id"] == "mine-408", "the client's id"
+    assert json.loads(body)["error"]["code"] == "request_timeout"
+    status, headers, _ = _answer(gateway, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert status.startswith(b"HTTP/1.1 408 ") and headers["x-request-id"].startswith("req_")
+    status, headers, body = _answer(gateway, b"NOT HTTP AT ALL\r\n\r\n")
+    assert status == b"HTTP/1.1 400 Bad Request" and headers["x-request-id"].startswith("req_")
+    assert headers["content-type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert error["code"] == "invalid_http" and error["message"].startswith("Invalid HTTP request received")

@@ -124,6 +124,36 @@ async def test_every_response_carries_a_request_id(upstream: Upstream, gateway_f
     assert error == "mine-2"
 
 
+async def test_refusals_preflights_and_the_mcp_front_carry_a_request_id(gateway_factory: Any) -> None:
+    config = make_config(cors_origins=["https://app.example"], auth={"api_keys": ["gw-key"]})
+    client, _ = await gateway_factory(config)
+    preflight = {"origin": "https://app.example", "access-control-request-method": "POST"}
+    responses = {
+        "preflight": await client.options(CHAT, headers=preflight),
+        "mcp preflight": await client.options("/mcp", headers=preflight),
+        "refused preflight": await client.options(CHAT, headers={**preflight, "access-control-request-method": "PUT"}),
+        "foreign origin": await client.get("/v1/models", headers={"origin": "https://evil.example"}),
+        "no key": await client.get("/v1/models"),
+        "mcp without key": await client.post("/mcp", json={}),
+        "mcp unknown tool set": await client.post(
+            "/mcp?tool_set=nope", json={}, headers={"authorization": "Bearer gw-key"}
+        ),
+    }
+    statuses = {name: response.status_code for name, response in responses.items()}
+    assert statuses == {
+        "preflight": 200,
+        "mcp preflight": 200,
+        "refused preflight": 400,
+        "foreign origin": 403,
+        "no key": 401,
+        "mcp without key": 401,
+        "mcp unknown tool set": 400,
+    }
+    for name, response in responses.items():
+        assert response.headers.get_list("x-request-id")[0].startswith("req_"), name
+        assert len(response.headers.get_list("x-request-id")) == 1, name
+
+
 async def test_api_docs_are_served_only_when_enabled(gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     for path in ("/openapi.json", "/docs", "/redoc"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,10 @@ async def test_the_stdio_front_finds_by_meaning_once_its_tools_are_embedded(fron
             await asyncio.sleep(0.5)
         first = next(line for line in found.splitlines() if line.startswith("- "))
         assert first.startswith("- notes__create_note"), found
+
+
+@pytest.mark.e2e
+async def test_server_info_names_toolsift_and_its_version(front_config: Path) -> None:
+    async with front(front_config) as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("toolsift", version("toolsift"))

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from fastmcp.utilities.components import get_fastmcp_metadata
 
 from app.config import Config, ExcludeSpec, McpServerConfig, ServerSelection
+from app.engine.deferral import Deferral, decide_deferral
 from app.engine.model import ClientTool, ToolSpec
 from app.errors import RequestRefused
 
@@ -74,6 +75,7 @@ class Catalog:
     version: int
     servers: Mapping[str, ServerTools]
     tools: Mapping[str, ToolEntry]
+    deferral: Deferral  # which servers are deferred, and why
 
 
 def exposed_name(server: str, tool: str, taken: set[str]) -> str:
@@ -95,42 +97,60 @@ def openai_definition(name: str, description: str, parameters: dict[str, Any]) -
 
 def build_catalog(config: Config, listings: Mapping[str, Iterable[Any]], version: int) -> Catalog:
     """Make a snapshot from each server's `tools/list` result (mcp Tool objects), in config order."""
-    discovery = config.tool_discovery
     taken: set[str] = {SEARCH_TOOL_NAME}
-    servers: dict[str, ServerTools] = {}
-    tools: dict[str, ToolEntry] = {}
-    for server_name, server_config in config.mcp_servers.items():
+    drafts: dict[str, list[_Draft]] = {}
+    for server_name in config.mcp_servers:
         if server_name not in listings:
             continue
-        server_deferred = discovery.enabled and (discovery.defer_all or server_config.defer_loading)
-        entries: list[ToolEntry] = []
-        hints = config.tool_hints.get(server_name, {})
-        always = set(server_config.always_load)
+        drafts[server_name] = []
         for tool in listings[server_name]:
-            meta = getattr(tool, "meta", None) or {}
             name = exposed_name(server_name, tool.name, taken)
             taken.add(name)
             description = (tool.description or getattr(tool, "title", None) or "").strip()
             parameters = _clean_schema(tool.input_schema)
             definition = openai_definition(name, description, parameters)
+            drafts[server_name].append(_Draft(tool, name, description, parameters, definition))
+    deferral = decide_deferral(config, {name: [d.definition for d in rows] for name, rows in drafts.items()})
+    servers: dict[str, ServerTools] = {}
+    tools: dict[str, ToolEntry] = {}
+    for server_name, rows in drafts.items():
+        server_deferred = deferral.servers[server_name].deferred
+        hints = config.tool_hints.get(server_name, {})
+        always = set(config.mcp_servers[server_name].always_load)
+        entries: list[ToolEntry] = []
+        for draft in rows:
+            meta = getattr(draft.tool, "meta", None) or {}
             entry = ToolEntry(
-                name=name,
-                original_name=tool.name,
+                name=draft.name,
+                original_name=draft.tool.name,
                 server=server_name,
-                description=description,
-                parameters=parameters,
-                deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True and tool.name not in always,
-                search_hint=" ".join(filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(tool.name, "")])),
+                description=draft.description,
+                parameters=draft.parameters,
+                deferred=server_deferred and meta.get(ALWAYS_LOAD_META) is not True and draft.tool.name not in always,
+                search_hint=" ".join(
+                    filter(None, [str(meta.get(SEARCH_HINT_META) or ""), hints.get(draft.tool.name, "")])
+                ),
                 tags=meta_tags(meta),
-                destructive=_destructive(tool),
-                definition=definition,
-                tokens=estimate_tokens(definition),
+                destructive=_destructive(draft.tool),
+                definition=draft.definition,
+                tokens=estimate_tokens(draft.definition),
             )
             entries.append(entry)
-            tools[name] = entry
-        summary = server_config.description or _summarise(entries)
+            tools[draft.name] = entry
+        summary = config.mcp_servers[server_name].description or _summarise(entries)
         servers[server_name] = ServerTools(server_name, summary, server_deferred, tuple(entries))
-    return Catalog(version=version, servers=servers, tools=tools)
+    return Catalog(version=version, servers=servers, tools=tools, deferral=deferral)
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """A listed tool named and cleaned, before its deferral is known (that depends on every server's tools)."""
+
+    tool: Any
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    definition: dict[str, Any]
 
 
 def _destructive(tool: Any) -> bool:

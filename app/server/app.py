@@ -71,13 +71,15 @@ def create_app(gateway: Gateway) -> ASGIApp:
 
     @app.get("/readyz")
     async def readyz() -> Response:
-        """Ready when the gateway itself can serve: started, with a routable provider. A down MCP server is
-        reported by /healthz and answered per call; it does not make the gateway unready."""
+        """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
+        variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
+        make the gateway unready."""
         problems = []
         if not gateway.started:
             problems.append("starting")
-        if not gateway.config.providers:
-            problems.append("no provider is configured")
+        unable = gateway.config.provider_problems()
+        if unable is not None:
+            problems.append(unable)
         body = {"status": "ready" if not problems else "not ready", "problems": problems}
         return JSONResponse(body, 200 if not problems else 503)
 

@@ -5,18 +5,21 @@ waits for the rest forever: a client that sends its headers a byte at a time, or
 connection (and a file descriptor) as long as it likes. This is uvicorn's httptools protocol with two timers:
 the headers must be complete `client_header_timeout` seconds after the connection opened or the next request
 began, and the body `client_body_timeout` seconds after its headers. Past either, the client gets a 408 when no
-response has started, and the connection is closed. The ASGI app sees a disconnect.
+response has started, and the connection is closed. The ASGI app sees a disconnect. The answers written here
+without the app (the 408s, and uvicorn's 400 for bytes that are not HTTP) carry an `x-request-id` and the
+gateway's JSON error, like every other response.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.server.edge import refusal_body
+from app.server.edge import REQUEST_ID_HEADER, new_request_id, refusal_body, request_id_of
 
 log = logging.getLogger("toolsift.http")
 
@@ -86,9 +89,22 @@ class TimedHttpProtocol(HttpToolsProtocol):
         if answer:
             limit = self.body_timeout if phase == "body" else self.header_timeout
             message = f"The request {phase} did not arrive within the gateway's {limit:g}s limit."
-            body = refusal_body(path, message, "request_timeout")
-            head = f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            self.transport.write(head.encode() + b"connection: close\r\n\r\n" + body)
+            request_id = request_id_of(cast(Scope, self.scope)) if phase == "body" else new_request_id()
+            self._answer(408, "Request Timeout", refusal_body(path, message, "request_timeout"), request_id)
             client = f"{self.client[0]}:{self.client[1]}" if self.client else "-"
             log.info("slow client %s: request %s incomplete after %gs, answered 408 and closed", client, phase, limit)
         self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes that are not HTTP, in the gateway's error shape and with a request id."""
+        body = refusal_body("", f"{msg.rstrip('.')}: the bytes sent are not an HTTP/1.1 request.", "invalid_http")
+        self._answer(400, "Bad Request", body, new_request_id())
+        self.transport.close()
+
+    def _answer(self, status: int, reason: str, body: bytes, request_id: str) -> None:
+        """A response written straight to the socket (no ASGI app saw the request), then the connection closes."""
+        head = [f"HTTP/1.1 {status} {reason}".encode()]
+        head += [name + b": " + value for name, value in self.server_state.default_headers]
+        head += [b"content-type: application/json", f"content-length: {len(body)}".encode()]
+        head += [REQUEST_ID_HEADER + b": " + request_id.encode(), b"connection: close"]
+        self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)

@@ -37,9 +37,13 @@ def request_id_of(scope: Scope) -> str:
     if found is None:
         supplied = next((value for name, value in scope["headers"] if name == REQUEST_ID_HEADER), b"")
         text = supplied.decode("latin-1")
-        found = text if _REQUEST_ID.fullmatch(text) else f"req_{secrets.token_hex(8)}"
+        found = text if _REQUEST_ID.fullmatch(text) else new_request_id()
         scope[_SCOPE_KEY] = found
     return found
+
+
+def new_request_id() -> str:
+    return f"req_{secrets.token_hex(8)}"
 
 
 def is_mcp_path(path: str) -> bool:

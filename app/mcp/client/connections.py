@@ -304,13 +304,13 @@ class McpManager:
         return error_text(message, limit), True
 
     def health(self) -> dict[str, dict[str, Any]]:
-        discovery = self.config.tool_discovery
+        deferral = self.catalog.deferral.servers
         return {
             name: {
                 "state": conn.state.value,
                 "transport": conn.transport_name,
                 "tools": len(conn.tools),
-                "deferred": discovery.enabled and (discovery.defer_all or conn.config.defer_loading),
+                "deferred": deferral[name].deferred,
                 "error": conn.error,
             }
             for name, conn in self.connections.items()

@@ -29,6 +29,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
+from app import toolsift_version
 from app.config import Config, ToolDiscoveryConfig
 from app.discovery.manifest import search_tool_definition
 from app.discovery.related import with_related
@@ -236,6 +237,7 @@ class Front:
         self.state = FrontState(max_clients=max_clients)
         self.server = FastMCP(
             "toolsift",
+            version=toolsift_version(),  # else fastmcp's own version is what clients see in serverInfo
             instructions="One MCP server for many: search_tools finds and enables the tools you need.",
             auth=auth,
         )
