@@ -33,7 +33,7 @@ class Reply:
 
 @dataclass
 class _Step:
-    searches: list[tuple[str, str]] = field(default_factory=list)  # (query, result)
+    searches: list[tuple[str, str]] = field(default_factory=list)  # (what was searched, as said, result)
     call: tuple[str, dict[str, Any], str] | None = None  # (tool, arguments, result)
 
 
@@ -121,7 +121,9 @@ def _steps(turns: list[dict[str, Any]]) -> dict[int, _Step]:
             step = steps.setdefault(task, _Step())
             result = _text(turn.get("content"))
             if name == SEARCH:
-                step.searches.append((str(arguments.get("query") or arguments), result))
+                query, server = arguments.get("query"), arguments.get("server_name")
+                label = f'"{query}"' if query else f"all of {server}'s tools" if server else "tools"
+                step.searches.append((label, result))
             else:
                 step.call = (name, arguments, result)
     return steps
@@ -157,8 +159,11 @@ def _next_move(
     if forced == SEARCH or (forced is None and searchable and not _clearly_fits(best)):
         return _call(index, SEARCH, {"query": query or task[:200]})
     if best is None:
-        searched = f"I searched the tools for \"{step.searches[-1][0]}\", but" if step.searches else "But"
+        searched = f"I searched the tools for {step.searches[-1][0]}, but" if step.searches else "But"
         return f"{searched} none of the tools I found fits \"{task}\"."
+    server = best.name.split("__")[0] if "__" in best.name else ""
+    if best.filled.missing and len(step.searches) == 1 and SEARCH in tools and server:
+        return _call(index, SEARCH, {"server_name": server})  # a closer tool may be among the server's others
     if best.filled.missing:
         wanted = "; ".join(f"{name} ({about.rstrip('.')})" if about else name for name, about in best.filled.missing)
         return f"To call `{best.name}` for \"{task}\" {ASKING}: {wanted}. Could you tell me?"
@@ -216,7 +221,8 @@ def _call(task: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def _done(step: _Step) -> str:
     assert step.call is not None
     name, arguments, result = step.call
-    searched = "".join(f"I searched the tools for \"{query}\", then " for query, _ in step.searches[-1:])
+    labels = [label for label, _ in step.searches]
+    searched = f"I searched the tools for {' and then '.join(labels)}, then " if labels else ""
     verb = "called" if searched else "I called"
     outcome = "It failed" if result.lstrip().lower().startswith("error") else "It returned"
     return f"{searched}{verb} `{name}` with {json.dumps(arguments, ensure_ascii=False)}.\n{outcome}: {compact(result)}"
