@@ -36,7 +36,7 @@ def fill(schema: dict[str, Any], facts: Facts, context: Context) -> Filled:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return Filled()
-    required = [name for name in schema.get("required") or [] if name in properties]
+    required = [name for name in _list(schema.get("required")) if isinstance(name, str) and name in properties]
     order = required + [name for name in properties if name not in required]
     filled = Filled()
     taken: set[str] = set()  # facts already used, so two parameters never get the same one
@@ -57,7 +57,7 @@ def _kind(spec: dict[str, Any]) -> str:
         kind = next((item for item in kind if item != "null"), None)
     if isinstance(kind, str):
         return kind
-    for option in spec.get("anyOf") or spec.get("oneOf") or []:
+    for option in _list(spec.get("anyOf")) or _list(spec.get("oneOf")):
         if isinstance(option, dict) and _kind(option) not in ("", "null"):
             return _kind(option)
     return "string" if "enum" in spec else ""
@@ -94,10 +94,10 @@ def _value_for(name: str, spec: dict[str, Any], facts: Facts, context: Context, 
 def _choice(spec: dict[str, Any], facts: Facts) -> Any:
     """An enum value, or one of the quoted options a description lists ("'work', 'personal' or 'team'"), that the
     user named."""
-    options: list[Any] = list(spec.get("enum") or [])
-    for option in spec.get("anyOf") or []:
+    options: list[Any] = list(_list(spec.get("enum")))
+    for option in _list(spec.get("anyOf")):
         if isinstance(option, dict):
-            options += option.get("enum") or ([option["const"]] if "const" in option else [])
+            options += _list(option.get("enum")) or ([option["const"]] if "const" in option else [])
     description = str(spec.get("description") or "")
     if not options and _kind(spec) == "string" and not re.search(r"\be\.g\.|for example|such as", description):
         options = re.findall(r"'([^']+)'", description)
@@ -163,7 +163,7 @@ def _convert(value: float, have: str, want: str) -> float | None:
 
 
 def _in_bounds(value: float, spec: dict[str, Any]) -> bool:
-    checks = [spec, *[option for option in spec.get("anyOf") or [] if isinstance(option, dict)]]
+    checks = [spec, *[option for option in _list(spec.get("anyOf")) if isinstance(option, dict)]]
     for check in checks:
         if isinstance(check.get("minimum"), int | float) and value < check["minimum"]:
             return False
@@ -187,6 +187,10 @@ def _text(label: set[str], facts: Facts, context: Context, taken: set[str]) -> s
         if label & BODY_NAMES:
             return f"{context.previous_task}: {compact(context.previous_result)}"
     return None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _first_free(values: list[str], taken: set[str]) -> str | None:

@@ -101,15 +101,20 @@ def _functions(tools: Any) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _steps(turns: list[dict[str, Any]]) -> dict[int, _Step]:
     """What was done for each task since the user's message: searches with their results, the tool called."""
     steps: dict[int, _Step] = {}
     calls: dict[str, tuple[int, str, dict[str, Any]]] = {}
     for turn in turns:
-        for call in turn.get("tool_calls") or [] if turn.get("role") == "assistant" else []:
-            function = call.get("function") or {}
+        for call in _list(turn.get("tool_calls")) if turn.get("role") == "assistant" else []:
+            call = call if isinstance(call, dict) else {}
+            function = call["function"] if isinstance(call.get("function"), dict) else {}
             try:
-                arguments = json.loads(function.get("arguments") or "{}")
+                arguments = json.loads(str(function.get("arguments") or "{}"))
             except ValueError:
                 arguments = {}
             match = _TASK_ID.match(str(call.get("id", "")))
