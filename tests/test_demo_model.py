@@ -84,6 +84,18 @@ def test_numbers_go_to_the_parameter_their_unit_names_and_time_units_convert() -
     assert _call(reply) == ("book_meeting", {"length_minutes": 90, "people": 6})
 
 
+def test_text_comes_from_the_word_naming_a_parameter_or_quotes_and_enums_from_the_words_used() -> None:
+    note = {"type": "function", "function": {"name": "add_note", "description": "Add a note.",
+            "parameters": {"type": "object", "required": ["title", "body"], "properties": {
+                "title": {"type": "string"}, "body": {"type": "string"},
+                "digest": {"type": "string", "enum": ["md5", "sha256"]}}}}}  # fmt: skip
+    user = {"role": "user", "content": "Add a note titled Groceries with body 'milk, eggs' and an md5 digest"}
+    assert _call(respond({"messages": [user], "tools": [note]})) == (
+        "add_note",
+        {"title": "Groceries", "body": "milk, eggs", "digest": "md5"},
+    )
+
+
 async def test_the_model_server_streams_like_openai_and_refuses_bad_bodies_in_openai_shape() -> None:
     transport = httpx.ASGITransport(app=create_model_app())
     async with httpx.AsyncClient(transport=transport, base_url="http://demo") as client:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.demo.reading import TIME_IN_SECONDS, UNITS, Facts, words
+from app.demo.reading import STOP_WORDS, TIME_IN_SECONDS, UNITS, Facts, stem, words
 
 TITLE_NAMES = {"title", "name", "subject", "summary", "label", "heading", "topic"}
 BODY_NAMES = {"body", "text", "content", "message", "description", "note", "details", "input"}
@@ -175,9 +175,13 @@ def _in_bounds(value: float, spec: dict[str, Any]) -> bool:
 
 
 def _text(label: set[str], facts: Facts, context: Context, taken: set[str]) -> str | None:
-    """Free text: a quoted string the user gave; or, when the task refers back, the earlier step and its result."""
+    """Free text: what follows a word naming the parameter, else a quoted string the user gave; or, when the task
+    refers back, the earlier step and its result."""
     if label & {"id", "ids", "key", "uuid"}:
         return None  # an identifier comes from an earlier result, never from free text
+    named = _named(label, facts, taken)
+    if named is not None:
+        return named
     quoted = _first_free(facts.quoted, taken)
     if quoted is not None:
         return quoted
@@ -186,6 +190,20 @@ def _text(label: set[str], facts: Facts, context: Context, taken: set[str]) -> s
             return context.previous_task[:80]
         if label & BODY_NAMES:
             return f"{context.previous_task}: {compact(context.previous_result)}"
+    return None
+
+
+_NAMED = re.compile(r"\b([A-Za-z][\w-]*)(?=\s+(?:\"([^\"]+)\"|'([^']+)'|([\w-]+)))")
+
+
+def _named(label: set[str], facts: Facts, taken: set[str]) -> str | None:
+    """What follows a word that names the parameter: "tagged work" for `tag`, "body 'milk, eggs'" for `body`."""
+    wanted = {stem(word) for word in label if word not in STOP_WORDS}
+    for match in _NAMED.finditer(facts.text):
+        value = match[2] or match[3] or match[4]
+        if stem(match[1]) in wanted and value.lower() not in STOP_WORDS and value not in taken:
+            taken.add(value)
+            return value
     return None
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.demo.arguments import Context, Filled, compact, fill
-from app.demo.reading import content_words, read_facts, split_tasks, stems
+from app.demo.reading import CHAT_WORDS, content_words, read_facts, split_tasks, stems
 
 LABEL = "[demo model: a scripted stand-in for an LLM]"
 ASKING = "I need"  # in an answer that asks for arguments, so the user's reply is read together with the request
@@ -146,7 +146,9 @@ def _next_move(
     vocabulary: set[str] = set()
     for function in tools.values():
         vocabulary |= stems(f"{function['name'].replace('_', ' ')} {function.get('description', '')}")
-    if forced is None and not stems(task) & vocabulary:
+    small_talk = all(word in CHAT_WORDS for word in content_words(task))
+    unknown = SEARCH not in tools and not stems(task) & vocabulary  # nothing to search, nothing it has fits
+    if forced is None and (small_talk or unknown):
         if choice == "required" and searchable:
             return _call(index, SEARCH, {"query": query or task[:200]})
         return (
@@ -164,8 +166,9 @@ def _next_move(
     if forced == SEARCH or (forced is None and searchable and not _clearly_fits(best)):
         return _call(index, SEARCH, {"query": query or task[:200]})
     if best is None:
-        searched = f"I searched the tools for {step.searches[-1][0]}, but" if step.searches else "But"
-        return f"{searched} none of the tools I found fits \"{task}\"."
+        if step.searches:
+            return f"I searched the tools for {step.searches[-1][0]}, but none of those I found fits \"{task}\"."
+        return f"None of the tools I was given fits \"{task}\"."
     server = best.name.split("__")[0] if "__" in best.name else ""
     if best.filled.missing and len(step.searches) == 1 and SEARCH in tools and server:
         return _call(index, SEARCH, {"server_name": server})  # a closer tool may be among the server's others

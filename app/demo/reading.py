@@ -21,10 +21,16 @@ STOP_WORDS = frozenset(
     then there these they this those to too up us very want was we were what whats when where which while who why
     will with would you your yours today right""".split()
 )
+# Small talk: a message of only these is answered without looking for tools.
+CHAT_WORDS = frozenset(
+    """hello hi hey thanks thank bye goodbye ok okay yes yeah nope good morning evening afternoon night great cool
+    nice who doing fine""".split()
+)
+NOUN_STARTS = frozenset({"a", "an", "the", "my", "your", "our", "their", "its", "his", "her", "some", "any"})
 # Words that point back at an earlier step's outcome ("save the result as a note").
 REFERENCES = frozenset({"result", "results", "it", "that", "this", "them", "answer", "output", "outcome"})
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME = re.compile(r"\b(\d{1,2}):(\d{2})\b|\b(\d{1,2})\s*(am|pm)\b", re.IGNORECASE)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -72,14 +78,22 @@ def stems(text: str) -> set[str]:
 
 
 def split_tasks(message: str) -> list[str]:
-    """A request's separate asks ("Convert X and save the result as a note" is two). A piece that names fewer than
-    two things ("London and Paris") stays with the one before it."""
+    """A request's separate asks ("Convert X and save the result as a note" is two). Quoted text is never split;
+    a piece that names fewer than two things ("London and Paris") or starts like a noun phrase ("and an md5
+    digest") stays with the one before it."""
+    quoted: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        quoted.append(match[0])
+        return f"\x00{len(quoted) - 1}\x00"
+
     tasks: list[str] = []
-    for piece in _SPLIT.split(message.strip()):
-        piece = piece.strip(" .;!?")
+    for piece in _SPLIT.split(_QUOTED.sub(hide, message.replace("\x00", " ").strip())):
+        piece = re.sub("\x00(\\d+)\x00", lambda match: quoted[int(match[1])], piece).strip(" .;!?")
         if not piece:
             continue
-        if tasks and len(content_words(piece)) < 2:
+        first = piece.split()[0].lower()
+        if tasks and (len(content_words(piece)) < 2 or first in NOUN_STARTS):
             tasks[-1] = f"{tasks[-1]} and {piece}"
         else:
             tasks.append(piece)
@@ -148,7 +162,7 @@ def _quantities(text: str) -> list[Quantity]:
         unit = UNITS.get(after.lower(), "")
         if symbol or _CODE.fullmatch(after):
             unit = "money"
-        elif not unit and after:
+        elif not unit and after and after.lower() not in STOP_WORDS:
             unit = after.lower()
         found.append(Quantity(value, unit, _word_before(text, match.start())))
     for match in _WORD_QUANTITY.finditer(text):
