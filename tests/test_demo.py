@@ -10,13 +10,11 @@ import contextlib
 import io
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 from openai import OpenAI
 
 from app.demo.model import LABEL, respond
@@ -176,18 +174,3 @@ def test_tool_choice_none_gets_no_call() -> None:
     body = {"messages": [{"role": "user", "content": "Weather in Paris"}], "tools": [tool]}
     assert respond(body).tool_calls
     assert not respond({**body, "tool_choice": "none"}).tool_calls
-
-
-def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
-    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
-    service = compose["services"]["demo"]
-    assert service["profiles"] == ["demo"]
-    variables = ["CONFIG=config.json", "HOST=0.0.0.0", "PORT=8000"]
-    planned = subprocess.run(["make", "-n", "demo", *variables], cwd=ROOT, capture_output=True, text=True, check=True)
-    (line,) = [line for line in planned.stdout.splitlines() if "toolsift demo" in line]
-    assert ["toolsift", *line.split()[1:]] == service["command"]
-    assert "8000:8000" in service["ports"]
-    real = compose["services"]["toolsift"]  # `docker compose up` stays the real gateway
-    assert "profiles" not in real and "command" not in real
-    run = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "toolsift serve" in run and "toolsift demo" not in run

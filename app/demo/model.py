@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.demo.arguments import Context, Filled, compact, fill
-from app.demo.reading import CHAT_WORDS, content_words, read_facts, split_tasks, stems
+from app.demo.reading import CHAT_WORDS, Facts, content_words, read_facts, split_tasks, stems
 
 LABEL = "[demo model: a scripted stand-in for an LLM]"
 ASKING = "I need"  # in an answer that asks for arguments, so the user's reply is read together with the request
@@ -186,14 +186,12 @@ def _forced(choice: Any) -> str | None:
 
 
 def _candidate(
-    name: str, function: dict[str, Any], task: str, facts: Any, context: Context, ranked: list[str]
+    name: str, function: dict[str, Any], task: str, facts: Facts, context: Context, ranked: list[str]
 ) -> _Candidate:
     """How well a tool fits the task: its name's words count most, then its description's, then its parameters';
     then how much of the message its arguments use; and the search's own ranking breaks near-ties."""
-    parameters = function.get("parameters") if isinstance(function.get("parameters"), dict) else {}
-    assert isinstance(parameters, dict)
-    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
-    assert isinstance(properties, dict)
+    parameters: dict[str, Any] = function["parameters"] if isinstance(function.get("parameters"), dict) else {}
+    properties: dict[str, Any] = parameters["properties"] if isinstance(parameters.get("properties"), dict) else {}
     in_name = stems(name.replace("_", " "))
     in_description = stems(str(function.get("description") or ""))
     in_parameters = stems(" ".join(f"{key} {json.dumps(value)}" for key, value in properties.items()))
