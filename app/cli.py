@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     config = _load_or_exit(args.config)
     if args.command == "serve":
         return _serve(config, args)
+    if args.command == "demo":
+        return _demo(config, args)
     from app import commands
 
     handler = getattr(commands, args.command)
@@ -35,11 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = _command(commands, "serve", "run the gateway over HTTP")
-    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--log-format", default="text", choices=["text", "json"], help="log lines as text or JSON")
+    _add_listen_options(serve)
     serve.add_argument("--workers", type=int, default=1, help="worker processes, each with its own MCP connections")
+    demo = _command(commands, "demo", "run the gateway with a local scripted stand-in for an LLM (no API key)")
+    _add_listen_options(demo)
     _command(commands, "check", "validate the config and connect to every MCP server")
     listing = _command(commands, "tools", "list tools with their exposed names and status")
     listing.add_argument("--server", help="only this server's tools")
@@ -61,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("--mode", choices=["lazy", "proxy", "full"], help="exposure mode (default: mcp_front.mode)")
     front.add_argument("--tool-set", help="only this tool set's tools")
     return parser
+
+
+def _add_listen_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-format", default="text", choices=["text", "json"], help="log lines as text or JSON")
 
 
 def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
@@ -131,6 +139,23 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         return 0
     uvicorn.run(_app(config), log_config=None, **options)
     return 0
+
+
+def _demo(config: Config, args: argparse.Namespace) -> int:
+    """The gateway on `config` with its providers replaced by the demo model, served beside it in this process."""
+    from app.demo.launch import with_demo_model
+    from app.demo.server import DemoModel
+
+    model = DemoModel().start()
+    print(
+        f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
+        "(no API key; `make run` uses the real providers)",
+        file=sys.stderr,
+    )
+    try:
+        return _serve(with_demo_model(config, model.base_url), argparse.Namespace(**{**vars(args), "workers": 1}))
+    finally:
+        model.stop()
 
 
 def worker_app() -> Any:

@@ -47,7 +47,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_subcommand() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for command in ("serve", "check", "tools", "manifest", "search", "models"):
+    for command in ("serve", "demo", "check", "tools", "manifest", "search", "models"):
         assert command in result.stdout
     assert "--config" in run("tools", "--help").stdout
 

@@ -64,11 +64,12 @@ def chat_body(*messages: Any, **extra: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def served_gateway(config_path: Path, port: int) -> Iterator[str]:
-    """`toolsift serve` on `config_path` in its own process, as a user runs it; yields its base URL once up."""
+def served_gateway(config_path: Path, port: int, command: str = "serve") -> Iterator[str]:
+    """`toolsift serve` (or `command`) on `config_path` in its own process, as a user runs it; yields its base URL
+    once up."""
     toolsift = str(Path(sys.executable).parent / "toolsift")
     process = subprocess.Popen(
-        [toolsift, "serve", "--config", str(config_path), "--port", str(port)],
+        [toolsift, command, "--config", str(config_path), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=os.environ.copy(),
