@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app import remote
 from app.config import Config, ConfigError, load_config
 from app.server.observability import configure_logging
 
@@ -19,6 +20,10 @@ DEFAULT_CONFIG = "config.json"
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in remote.REMOTE_COMMANDS:  # a running gateway answers in milliseconds
+        answered = remote.run(args)
+        if answered is not None:
+            return answered
     config = _load_or_exit(args.config)
     if args.command == "serve":
         return _serve(config, args)
@@ -44,14 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
     listing = _command(commands, "tools", "list tools with their exposed names and status")
     listing.add_argument("--server", help="only this server's tools")
     listing.add_argument("--tool-set", help="only tools of this tool set")
+    remote.add_options(listing)
     manifest = _command(commands, "manifest", "print the search_tools definition the model gets, with its tokens")
     manifest.add_argument("--tool-set", help="as for requests with this tool set")
+    remote.add_options(manifest)
     search = _command(commands, "search", "rank tools for a query, as search_tools would")
     search.add_argument("query", help="keywords, a tool name, 'select:a,b' or '+required' words")
     search.add_argument("--server", help="only this server's tools")
     search.add_argument("-k", type=int, default=None, help="how many results (default: max_search_results)")
     search.add_argument("--tool-set", help="search within this tool set")
-    search.add_argument("--explain", action="store_true", help="show the keyword, semantic and fused scores")
+    search.add_argument(
+        "--explain", action="store_true", help="show the keyword, semantic and fused scores and the words matched"
+    )
+    remote.add_options(search)
     models = _command(commands, "models", "list the routed models, or pull an embedding model for search")
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
     models.add_argument("model", nargs="?", help="with pull: a hub model id (default: tool_discovery.semantic.model)")
