@@ -8,11 +8,12 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import remote
-from app.config import Config, ConfigError, load_config
-from app.server.observability import configure_logging
+
+if TYPE_CHECKING:  # imported where used: `tools`, `manifest` and `search` answered by a gateway need neither
+    from app.config import Config
 
 DEFAULT_CONFIG = "config.json"
 
@@ -90,6 +91,8 @@ def _add_config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_or_exit(path: str) -> Config:
+    from app.config import ConfigError, load_config
+
     try:
         return load_config(path)
     except ConfigError as exc:
@@ -104,6 +107,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def _serve(config: Config, args: argparse.Namespace) -> int:
     import uvicorn
+
+    from app.server.observability import configure_logging
 
     configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("toolsift")
@@ -146,6 +151,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 def worker_app() -> Any:
     """The app of one worker process (`serve --workers N`)."""
     from app.server.client_timeouts import TimedHttpProtocol
+    from app.server.observability import configure_logging
 
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = _load_or_exit(os.environ["TOOLSIFT_CONFIG"])

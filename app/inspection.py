@@ -10,6 +10,7 @@ from typing import Any
 
 from app import tokens
 from app.config import Config
+from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
@@ -56,9 +57,12 @@ def manifest_report(discovery: Discovery | None) -> dict[str, Any]:
     }
 
 
-def search_mode(semantic: SemanticSearch | None) -> str:
-    if semantic is not None and semantic.state == "ready":
+def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
+    """How a search ranked: `hybrid` when its results carry similarities (every tool's vector was ready)."""
+    if hybrid:
         return "hybrid (keywords + meaning)"
+    if semantic is not None and semantic.state == "ready":
+        return "keywords only (tools are still being embedded)"
     reason = (semantic.reason if semantic is not None else None) or "off"
     return f"keywords only ({reason})"
 
@@ -75,6 +79,7 @@ def search_report(discovery: Discovery | None, query: str, server: str | None, l
         servers = ", ".join(discovery.by_group) or "(none)"
         raise RequestRefused(f"Unknown server {server!r}; servers you can search: {servers}.", param="server")
     best = discovery.index.best_possible(query)
+    ranked = scored_tools(discovery, query, server, limit)
     summaries = {group.label: group.summary for group in discovery.groups}
     results = [
         {
@@ -89,12 +94,18 @@ def search_report(discovery: Discovery | None, query: str, server: str | None, l
             "weak": found.weak,
             "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
         }
-        for position, found in enumerate(scored_tools(discovery, query, server, limit), 1)
+        for position, found in enumerate(ranked, 1)
     ]
     outcome = run_search({"query": query, "server_name": server}, discovery, lambda _: False, limit)
     return {
-        "mode": search_mode(discovery.semantic),
+        "mode": search_mode(discovery.semantic, _hybrid(discovery.semantic, ranked)),
         "results": results,
         "weak": bool(results and results[0]["weak"]),
         "text": outcome.text,
     }
+
+
+def _hybrid(semantic: SemanticSearch | None, ranked: list[Scored]) -> bool:
+    if ranked:
+        return any(found.semantic is not None for found in ranked)
+    return semantic is not None and semantic.status()["mode"] == "hybrid"

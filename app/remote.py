@@ -2,25 +2,29 @@
 
 The gateway already has every MCP server connected, the index built and the search model loaded, so asking it
 takes milliseconds where starting the servers takes seconds. When no gateway answers (or it refuses), the
-command says so in one line and falls back to starting the servers itself. Only light imports here: this path
-is what makes the command fast.
+command says so in one line and falls back to starting the servers itself. Only the standard library here
+(urllib rather than httpx, whose import with asyncio costs more than the whole answer): this path is what makes
+the command fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from typing import Any
-
-import httpx
 
 from app import render
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ADMIN_KEY_VARIABLE = "TOOLSIFT_ADMIN_KEY"
 REMOTE_COMMANDS = ("tools", "manifest", "search")
-_TIMEOUT = httpx.Timeout(30.0, connect=1.0)  # a search may wait for the query's vector; a connect never should
+TIMEOUT = 30.0  # seconds per connect or read: a search may wait for its query's vector on a busy gateway
 
 
 class NoGateway(Exception):
@@ -63,21 +67,28 @@ class _Refused(Exception):
 def fetch(args: argparse.Namespace, name: str, params: dict[str, Any]) -> dict[str, Any]:
     url = args.url.rstrip("/")
     key = args.admin_key or os.environ.get(ADMIN_KEY_VARIABLE)
-    headers = {"authorization": f"Bearer {key}"} if key else {}
+    headers = {"Accept": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    query = f"?{urllib.parse.urlencode(params)}" if params else ""
+    request = urllib.request.Request(f"{url}/admin/{name}{query}", headers=headers)
     try:
-        response = httpx.get(f"{url}/admin/{name}", params=params, headers=headers, timeout=_TIMEOUT)
-    except httpx.HTTPError as exc:
-        raise NoGateway(f"no gateway answered at {url} ({type(exc).__name__})") from None
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError is an OSError
+        reason = getattr(exc, "reason", None) or exc
+        raise NoGateway(f"no gateway answered at {url} ({reason})") from None
     try:
-        body = response.json()
+        body = json.loads(raw)
     except ValueError:
-        raise NoGateway(f"{url} answered {response.status_code} without JSON: not a toolsift gateway?") from None
-    message = body.get("error", {}).get("message") if isinstance(body, dict) else None
-    if response.status_code == 400 and message:
+        raise NoGateway(f"{url} answered {status} without JSON: not a toolsift gateway?") from None
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if status == 400 and message:
         raise _Refused(message)
-    if response.status_code in (401, 403):
+    if status in (401, 403):
         raise NoGateway(f"the gateway at {url} refused: {message} (--admin-key or ${ADMIN_KEY_VARIABLE})")
-    if response.status_code != 200 or not isinstance(body, dict):
-        raise NoGateway(f"the gateway at {url} answered {response.status_code}: {message or 'no admin API'}")
+    if status != 200 or not isinstance(body, dict):
+        raise NoGateway(f"the gateway at {url} answered {status}: {message or 'no admin API'}")
     print(f"answered by the gateway at {url}", file=sys.stderr)
     return body

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.config import SEARCH_RESULTS_HARD_CAP
-from app.discovery.search import prepare_query
+from app.discovery.search import Discovery, prepare_query
 from app.engine.gateway import Gateway
 from app.errors import RequestRefused, error_body
 from app.inspection import manifest_report, model_discovery, search_report, tool_rows
@@ -24,9 +24,11 @@ from app.server.auth import identify
 from app.server.edge import _loopback
 
 ASSETS = Path(__file__).parent / "console"
-PAGES = {"/console": ("index.html", "text/html; charset=utf-8")}
-PAGES.update({f"/console/{name}": (name, kind) for name, kind in (
-    ("console.css", "text/css; charset=utf-8"), ("console.js", "text/javascript; charset=utf-8"))})  # fmt: skip
+PAGES = {
+    "/console": ("index.html", "text/html; charset=utf-8"),
+    "/console/console.css": ("console.css", "text/css; charset=utf-8"),
+    "/console/console.js": ("console.js", "text/javascript; charset=utf-8"),
+}
 SHELL_HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
@@ -145,7 +147,7 @@ class AdminApi:
         headline["recent_likely_misses"] = sum(item["likely_miss"] for item in recent)
         return headline
 
-    def _discovery(self, tool_set: str | None) -> Any:
+    def _discovery(self, tool_set: str | None) -> Discovery | None:
         gateway = self.gateway
         return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
 
