@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
@@ -28,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     config = _load_or_exit(args.config)
     if args.command == "serve":
         return _serve(config, args)
+    import asyncio
+
     from app import commands
 
     handler = getattr(commands, args.command)
@@ -106,6 +106,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _serve(config: Config, args: argparse.Namespace) -> int:
+    import logging
+
     import uvicorn
 
     from app.server.observability import configure_logging

@@ -162,3 +162,16 @@ def test_a_search_of_weak_matches_only_is_a_likely_miss() -> None:
     record.add(SearchDone("storm", ("weather__get_alerts",), weak=True))
     summary = summarize("req_1", 200, {"model": "fast"}, record, 12.5)
     assert summary["likely_miss"] is True and summary["searches"][0]["miss"] == ["weak matches only"]
+
+
+async def test_recent_requests_are_bounded_and_redacted(gateway_factory: GatewayFactory, upstream: Upstream) -> None:
+    client, _ = await gateway_factory(make_config(auth=KEYED))
+    upstream.script(
+        completion(calls=[("search_tools", {"query": "key sk-test-secret " + "x" * 5000})]), completion("done")
+    )
+    body = {**chat_body("hi"), "model": "m" * 5000}
+    assert (await client.post("/v1/chat/completions", json=body, headers=bearer(USER))).status_code == 200
+    [recent] = (await admin(client, "requests"))["requests"]
+    assert len(recent["model"]) < 200
+    query = recent["searches"][0]["query"]
+    assert len(query) <= 2000 and "sk-test-secret" not in query and "[redacted]" in query
