@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.config import Config, ConfigError, load_config
-from app.server.observability import configure_logging
+from app import remote
+
+if TYPE_CHECKING:  # imported where used: `tools`, `manifest` and `search` answered by a gateway need neither
+    from app.config import Config
 
 DEFAULT_CONFIG = "config.json"
 
@@ -19,11 +19,17 @@ DEFAULT_CONFIG = "config.json"
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in remote.REMOTE_COMMANDS:  # a running gateway answers in milliseconds
+        answered = remote.run(args)
+        if answered is not None:
+            return answered
     config = _load_or_exit(args.config)
     if args.command == "serve":
         return _serve(config, args)
     if args.command == "demo":
         return _demo(config, args)
+    import asyncio
+
     from app import commands
 
     handler = getattr(commands, args.command)
@@ -45,14 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
     listing = _command(commands, "tools", "list tools with their exposed names and status")
     listing.add_argument("--server", help="only this server's tools")
     listing.add_argument("--tool-set", help="only tools of this tool set")
+    remote.add_options(listing)
     manifest = _command(commands, "manifest", "print the search_tools definition the model gets, with its tokens")
     manifest.add_argument("--tool-set", help="as for requests with this tool set")
+    remote.add_options(manifest)
     search = _command(commands, "search", "rank tools for a query, as search_tools would")
     search.add_argument("query", help="keywords, a tool name, 'select:a,b' or '+required' words")
     search.add_argument("--server", help="only this server's tools")
     search.add_argument("-k", type=int, default=None, help="how many results (default: max_search_results)")
     search.add_argument("--tool-set", help="search within this tool set")
-    search.add_argument("--explain", action="store_true", help="show the keyword, semantic and fused scores")
+    search.add_argument(
+        "--explain", action="store_true", help="show the keyword, semantic and fused scores and the words matched"
+    )
+    remote.add_options(search)
     models = _command(commands, "models", "list the routed models, or pull an embedding model for search")
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
     models.add_argument("model", nargs="?", help="with pull: a hub model id (default: tool_discovery.semantic.model)")
@@ -88,6 +99,8 @@ def _add_config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_or_exit(path: str) -> Config:
+    from app.config import ConfigError, load_config
+
     try:
         return load_config(path)
     except ConfigError as exc:
@@ -101,7 +114,11 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _serve(config: Config, args: argparse.Namespace) -> int:
+    import logging
+
     import uvicorn
+
+    from app.server.observability import configure_logging
 
     configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("toolsift")
@@ -161,6 +178,7 @@ def _demo(config: Config, args: argparse.Namespace) -> int:
 def worker_app() -> Any:
     """The app of one worker process (`serve --workers N`)."""
     from app.server.client_timeouts import TimedHttpProtocol
+    from app.server.observability import configure_logging
 
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = _load_or_exit(os.environ["TOOLSIFT_CONFIG"])

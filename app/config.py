@@ -207,6 +207,15 @@ class McpFrontConfig(_Strict):
 
 class AuthConfig(_Strict):
     api_keys: list[str] = Field(default_factory=list)
+    admin_keys: list[str] = Field(default_factory=list, description="keys for the console's admin API (/admin/)")
+
+
+class ConsoleConfig(_Strict):
+    """The console page (/console) and the admin API behind it: every tool and recent queries, so without
+    gateway keys they are served to loopback connections only."""
+
+    enabled: bool = True
+    recent_requests: int = Field(100, ge=0, le=10_000, description="finished requests kept in memory for it")
 
 
 class SessionConfig(_Strict):
@@ -238,6 +247,7 @@ class Config(_Strict):
     responses_store: ResponsesStoreConfig = Field(default_factory=lambda: ResponsesStoreConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
+    console: ConsoleConfig = Field(default_factory=lambda: ConsoleConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
@@ -321,7 +331,7 @@ class Config(_Strict):
         """Every configured secret, for redaction: upstream and embeddings-endpoint keys, extra header values,
         MCP header values and the `env` values that came from `${VAR}`, gateway keys, and credentials inside
         configured URLs. Literal values (paths, flags, commands) are not secrets."""
-        found: set[str] = set(self.auth.api_keys)
+        found: set[str] = {*self.auth.api_keys, *self.auth.admin_keys}
         for provider in self.providers.values():
             found.update(_header_secrets(provider.extra_headers))
             if provider.api_key:

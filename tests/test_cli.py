@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import build_catalog
 from app.engine.request_tools import mcp_groups
-from tests.support import ROOT, SERVERS, load_example
+from tests.support import ROOT, SERVERS, free_port, load_example
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +42,9 @@ def small_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TOOLSIFT, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    """The command with no gateway to ask (a closed port), so `tools`, `manifest` and `search` start the servers."""
+    env = {**os.environ, "TOOLSIFT_URL": f"http://127.0.0.1:{free_port()}"}
+    return subprocess.run([TOOLSIFT, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
 
 
 def test_help_lists_every_subcommand() -> None:
@@ -100,6 +103,8 @@ def test_manifest_prints_the_search_tools_description_and_tokens(small_config: P
     assert result.returncode == 0, result.stderr
     assert "<manifest>\n- finance (7 tools): convert_currency" in result.stdout
     assert "search_tools definition:" in result.stderr and "tokens" in result.stderr
+    note = next(line for line in result.stderr.splitlines() if line.startswith("note:"))
+    assert "no gateway answered at http://127.0.0.1:" in note and "starting the MCP servers here instead" in note
 
 
 def test_models_lists_routes(small_config: Path) -> None:
@@ -124,7 +129,8 @@ async def _in_process_ranking(query: str, k: int) -> list[str]:
     semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
     semantic.ensure_now(catalog.tools.values())
     semantic.prepare_now(query)
-    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
+    deferred = [entry for entry in catalog.tools.values() if entry.deferred]  # what the model's search covers
+    discovery = Discovery.build(mcp_groups(catalog, deferred), semantic=semantic)
     return [entry.name for entry in rank_tools(discovery, query, None, k)]
 
 

@@ -15,7 +15,7 @@ from fastmcp import Client, FastMCP
 
 from app.mcp.client.connections import McpManager
 from app.mcp.front.server import Front
-from tests.support import ROOT, SERVERS, Upstream, chat_body, completion, make_config
+from tests.support import ROOT, SERVERS, Upstream, chat_body, completion, free_port, make_config
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
@@ -161,7 +161,11 @@ def test_toolsift_tools_shows_always_loaded_tools_as_loaded_and_warns_of_unknown
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     result = subprocess.run(
-        [TOOLSIFT, "tools", "--config", str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [TOOLSIFT, "tools", "--config", str(path), "--url", f"http://127.0.0.1:{free_port()}"],  # no gateway there
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
     status = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines()[1:]}

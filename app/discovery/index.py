@@ -106,6 +106,22 @@ def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]
     }
 
 
+FIELD_LABELS = {"server_text": "server description"}
+
+
+def matched_fields(entry: ToolEntry, query: str, server_text: str = "") -> dict[str, list[str]]:
+    """Which words of `query` matched which of a tool's fields, as the index reads both: explains a score."""
+    words = list(dict.fromkeys(query.replace("+", " ").split()))
+    terms = {word: set(tokenize(describe_locations(word))) for word in words}
+    found: dict[str, list[str]] = {}
+    for name, tokens in tool_fields(entry, server_text).items():
+        present = set(tokens)
+        hits = [word for word in words if terms[word] & present]
+        if hits:
+            found[FIELD_LABELS.get(name, name)] = hits
+    return found
+
+
 class ToolIndex:
     """BM25F over a fixed list of tools; built once per catalog version and shared by requests."""
 

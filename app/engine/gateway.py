@@ -9,6 +9,7 @@ from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
 from app.engine.model import ChatRequest
+from app.engine.recent import RecentRequests
 from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_store
@@ -26,6 +27,7 @@ class Gateway:
         self.started = False
         self._secrets = guard_secrets(config.secrets())
         self.metrics = Metrics()
+        self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)

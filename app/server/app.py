@@ -22,6 +22,7 @@ from app.engine.gateway import Gateway
 from app.errors import error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.mcp.front.http import HttpFront, McpPathDispatch
+from app.server.admin import console_routes
 from app.server.auth import ApiKeyMiddleware
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.observability import METRICS_CONTENT_TYPE
@@ -111,6 +112,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
     # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
     # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
+    app.router.routes.extend(console_routes(gateway))  # /console and the admin API (app/server/admin.py)
     responses = ResponsesApi(gateway)  # the Responses API (app/fronts/responses.py), its POST a fast path too
     app.router.routes.extend(responses.routes())
     return _guarded(responses.fast_path(ChatFastPath(app, _ChatEndpoint(gateway))), gateway)

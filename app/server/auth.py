@@ -18,6 +18,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.errors import error_body
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+# The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
+OWN_GUARD = ("/console", "/admin/")
 SCOPE_KEY = "toolsift.identity"
 
 
@@ -54,7 +56,8 @@ class ApiKeyMiddleware:
         self.keys = [key.encode() for key in api_keys if key]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._allowed(scope):
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OWN_GUARD) or self._allowed(scope):
             await self.app(scope, receive, send)
             return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>' with a gateway key."

@@ -204,3 +204,4 @@ def _log_request(
         metrics.upstream.labels(facts["provider"]).observe(record.upstream_seconds)
     fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
     log_fields(log, "request", fields)
+    gateway.recent.add(request_id, status, facts, record, fields["total_ms"])

@@ -1,0 +1,111 @@
+"""What the console and the inspection commands show: tools with their status, the manifest, explained searches.
+
+One source for both: the admin API answers these reports as JSON from the running gateway, and `toolsift tools`,
+`manifest` and `search` print them, fetched from a running gateway or computed after starting the servers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import tokens
+from app.config import Config
+from app.discovery.hybrid import Scored
+from app.discovery.index import matched_fields
+from app.discovery.search import Discovery, run_search, scored_tools
+from app.discovery.semantic import SemanticSearch
+from app.engine.catalog import Catalog, select_mcp_tools
+from app.engine.model import ChatRequest, Options
+from app.engine.request_tools import DiscoveryCache, prepare_request_tools
+from app.errors import RequestRefused
+
+
+def tool_rows(catalog: Catalog, config: Config, tool_set: str | None) -> list[dict[str, Any]]:
+    """Every MCP tool of `tool_set` (all without one) with its status; RequestRefused for an unknown tool set."""
+    return [
+        {
+            "name": entry.name,
+            "server": entry.server,
+            "original_name": entry.original_name,
+            "status": "deferred" if entry.deferred else "loaded",
+            "description": entry.description,
+            "tokens": entry.tokens,
+        }
+        for entry in select_mcp_tools(catalog, config, tool_set)
+    ]
+
+
+def model_discovery(catalog: Catalog, config: Config, tool_set: str | None, cache: DiscoveryCache) -> Discovery | None:
+    """The deferred tools a request with `tool_set` (and no tools of its own) searches: the model's view."""
+    request = ChatRequest("-", [], [], Options(), tool_set=tool_set)
+    return prepare_request_tools(catalog, config, request, cache).discovery
+
+
+def manifest_report(discovery: Discovery | None) -> dict[str, Any]:
+    """The `search_tools` definition exactly as the model gets it, and its size."""
+    if discovery is None:
+        return {"deferred": False, "definition": None, "description": None, "tokens": 0, "exact_tokens": tokens.exact()}
+    definition = discovery.definition
+    return {
+        "deferred": True,
+        "definition": definition,
+        "description": definition["function"]["description"],
+        "tokens": tokens.count_tools([definition]),
+        "exact_tokens": tokens.exact(),
+        "deferred_tools": len(discovery.by_name),
+        "deferred_tool_tokens": discovery.tokens,
+    }
+
+
+def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
+    """How a search ranked: `hybrid` when its results carry similarities (every tool's vector was ready)."""
+    if hybrid:
+        return "hybrid (keywords + meaning)"
+    if semantic is not None and semantic.state == "ready":
+        return "keywords only (tools are still being embedded)"
+    reason = (semantic.reason if semantic is not None else None) or "off"
+    return f"keywords only ({reason})"
+
+
+def search_report(discovery: Discovery | None, query: str, server: str | None, limit: int) -> dict[str, Any]:
+    """The model's search for `query`, ranked and explained: each result's keyword (BM25F) score, its cosine
+    similarity when hybrid, the fused score, its match against the best possible keyword score, and which of
+    its fields each query word matched; plus the text `search_tools` answers the model. The query's vector must
+    be prepared beforehand (SemanticSearch.prepare), as the gateway does before every search."""
+    if discovery is None:
+        text = "Nothing is deferred: there is nothing to search."
+        return {"mode": "none", "results": [], "weak": False, "text": text}
+    if server is not None and server not in discovery.by_group:
+        servers = ", ".join(discovery.by_group) or "(none)"
+        raise RequestRefused(f"Unknown server {server!r}; servers you can search: {servers}.", param="server")
+    best = discovery.index.best_possible(query)
+    ranked = scored_tools(discovery, query, server, limit)
+    summaries = {group.label: group.summary for group in discovery.groups}
+    results = [
+        {
+            "rank": position,
+            "name": found.entry.name,
+            "server": found.entry.server,
+            "description": found.entry.description,
+            "score": round(found.score, 4),
+            "lexical": round(found.lexical, 4),
+            "semantic": round(found.semantic, 4) if found.semantic is not None else None,
+            "match": round(min(found.lexical / best, 1.0), 4) if best else None,
+            "weak": found.weak,
+            "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
+        }
+        for position, found in enumerate(ranked, 1)
+    ]
+    outcome = run_search({"query": query, "server_name": server}, discovery, lambda _: False, limit)
+    return {
+        "mode": search_mode(discovery.semantic, _hybrid(discovery.semantic, ranked)),
+        "results": results,
+        "weak": bool(results and results[0]["weak"]),
+        "text": outcome.text,
+    }
+
+
+def _hybrid(semantic: SemanticSearch | None, ranked: list[Scored]) -> bool:
+    if ranked:
+        return any(found.semantic is not None for found in ranked)
+    return semantic is not None and semantic.status()["mode"] == "hybrid"

@@ -1,0 +1,74 @@
+"""The inspection reports (app/inspection.py) as plain-text tables: one rendering whether a report came from a
+running gateway's admin API or was computed locally. Standard library only, so a command answered by the gateway
+starts fast."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> Iterator[str]:
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [max([len(title), *(len(row[i]) for row in cells)]) for i, title in enumerate(header)]
+    yield "  ".join(title.ljust(width) for title, width in zip(header, widths, strict=True)).rstrip()
+    for row in cells:
+        yield "  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip()
+
+
+def short(text: str, limit: int = 70) -> str:
+    line = text.strip().split("\n")[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def tools(rows: list[dict[str, Any]], server: str | None) -> int:
+    shown = [row for row in rows if server is None or row["server"] == server]
+    lines = [(row["name"], row["server"], row["status"], short(row["description"], 60)) for row in shown]
+    for line in table(lines, ["tool", "server", "status", "description"]):
+        print(line)
+    return 0
+
+
+def manifest(report: dict[str, Any]) -> int:
+    if not report["deferred"]:
+        print("Nothing is deferred: every tool is sent as is, without search_tools.")
+        return 0
+    print(report["description"])
+    kind = "o200k_base tokens" if report["exact_tokens"] else "estimated tokens"
+    print(f"\nsearch_tools definition: {report['tokens']:,} {kind}", file=sys.stderr)
+    return 0
+
+
+def search(report: dict[str, Any], query: str, explain: bool) -> int:
+    print(f"search: {report['mode']}", file=sys.stderr)
+    results = report["results"]
+    if not results:
+        print(f"No tools found matching {query!r}.")
+        return 1
+    if report["weak"]:
+        print("No tool matches these words; the closest by meaning (weak matches):")
+    columns = ["#", "score", "keywords", "meaning", "match", "tool", "description"]
+    rows = [
+        (
+            found["rank"],
+            f"{found['score']:.2f}",
+            f"{found['lexical']:.2f}",
+            f"{found['semantic']:.2f}" if found["semantic"] is not None else "-",
+            f"{found['match']:.0%}" if found["match"] is not None else "-",
+            found["name"],
+            short(found["description"]),
+        )
+        for found in results
+    ]
+    if not explain:
+        for line in table([(row[0], row[1], *row[4:]) for row in rows], [columns[0], columns[1], *columns[4:]]):
+            print(line)
+        return 0
+    lines = table(rows, columns)
+    print(next(lines))
+    for line, found in zip(lines, results, strict=True):
+        print(line)
+        matched = "; ".join(f"{field}: {', '.join(words)}" for field, words in found["matched"].items())
+        print(f"    matched {matched or 'no word (by meaning only)'}")
+    return 0

@@ -1,0 +1,166 @@
+"""The console page (`/console`) and the admin API behind it (`/admin/...`, JSON).
+
+The page's shell and assets hold no data, so they need no key (a browser cannot send one on navigation); its
+script fetches the admin API from the same origin with the admin key as a Bearer header. The admin API shows
+every tool and recent queries: with gateway keys on it takes admin keys only (an ordinary key is refused with
+403, none with 401); without keys it is served to loopback connections only. Errors are OpenAI's error object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from app.config import SEARCH_RESULTS_HARD_CAP
+from app.discovery.search import Discovery, prepare_query
+from app.engine.gateway import Gateway
+from app.errors import RequestRefused, error_body
+from app.inspection import manifest_report, model_discovery, search_report, tool_rows
+from app.server.auth import identify
+from app.server.edge import _loopback
+
+ASSETS = Path(__file__).parent / "console"
+PAGES = {
+    "/console": ("index.html", "text/html; charset=utf-8"),
+    "/console/console.css": ("console.css", "text/css; charset=utf-8"),
+    "/console/console.js": ("console.js", "text/javascript; charset=utf-8"),
+}
+SHELL_HEADERS = {
+    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+_ERROR_TYPES = {401: "invalid_request_error", 403: "permission_error", 404: "not_found_error"}
+
+
+def console_routes(gateway: Gateway) -> list[BaseRoute]:
+    """The routes to add to the app; ApiKeyMiddleware lets these paths through to the guard here."""
+    api = AdminApi(gateway)
+    routes: list[BaseRoute] = [Route(path, api.page, methods=["GET"]) for path in PAGES]
+    for name in ("servers", "tools", "manifest", "search", "requests", "metrics"):
+        routes.append(Route(f"/admin/{name}", api.endpoint(name), methods=["GET"]))
+    return routes
+
+
+def _error(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
+    kind = _ERROR_TYPES.get(status, "invalid_request_error")
+    headers = {"www-authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(message, kind, param, code), status, headers=headers)
+
+
+class AdminApi:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        config = gateway.config
+        self.api_keys = [key.encode() for key in config.auth.api_keys if key]
+        self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
+
+    def _unavailable(self, request: Request) -> JSONResponse | None:
+        if not self.gateway.config.console.enabled:
+            return _error(404, "The console is turned off (console.enabled).", "console_disabled")
+        if not self.api_keys and not self.admin_keys and not _loopback(request.scope):
+            message = "Without gateway keys the console is served on loopback only: set auth.admin_keys."
+            return _error(404, message, "console_not_served")
+        return None
+
+    def _refused(self, request: Request) -> JSONResponse | None:
+        unavailable = self._unavailable(request)
+        if unavailable is not None or (not self.api_keys and not self.admin_keys):
+            return unavailable
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token_bytes = token.strip().encode() if scheme.lower() == "bearer" else b""
+        if token_bytes and identify(token_bytes, self.admin_keys) is not None:
+            return None
+        if token_bytes and identify(token_bytes, self.api_keys) is not None:
+            message = "This gateway key is not an admin key: the admin API shows every tool and recent queries."
+            return _error(403, message + " Use one of auth.admin_keys.", "admin_key_required")
+        message = "Missing or invalid admin key: send 'Authorization: Bearer <key>' with one of auth.admin_keys."
+        return _error(401, message, "invalid_api_key")
+
+    async def page(self, request: Request) -> Response:
+        unavailable = self._unavailable(request)
+        if unavailable is not None:
+            return unavailable
+        name, kind = PAGES[request.url.path]
+        return Response((ASSETS / name).read_bytes(), media_type=kind, headers=SHELL_HEADERS)
+
+    def endpoint(self, name: str) -> Any:
+        handler = getattr(self, f"_{name}")
+
+        async def answer(request: Request) -> Response:
+            refused = self._refused(request)
+            if refused is not None:
+                return refused
+            try:
+                body = await handler(request)
+            except RequestRefused as exc:
+                return _error(400, exc.message, exc.code or "invalid_request", exc.param)
+            return JSONResponse(body, headers={"cache-control": "no-store"})
+
+        return answer
+
+    async def _servers(self, _: Request) -> dict[str, Any]:
+        servers = [{"name": name, **health} for name, health in self.gateway.mcp.health().items()]
+        return {"servers": servers, "search": self.gateway.semantic.status()}
+
+    async def _tools(self, request: Request) -> dict[str, Any]:
+        tool_set = _text(request, "tool_set")
+        config = self.gateway.config
+        tools = tool_rows(self.gateway.mcp.catalog, config, tool_set)
+        return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
+
+    async def _manifest(self, request: Request) -> dict[str, Any]:
+        tool_set = _text(request, "tool_set")
+        return {"tool_set": tool_set, **manifest_report(self._discovery(tool_set))}
+
+    async def _search(self, request: Request) -> dict[str, Any]:
+        query = _text(request, "query")
+        if query is None:
+            raise RequestRefused("'query' is required: the words to search for.", param="query", code="missing_query")
+        limit = _number(request, "k", self.gateway.config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
+        discovery = self._discovery(_text(request, "tool_set"))
+        await prepare_query(discovery, query)  # the query's vector off the event loop, as before a model's search
+        return {"query": query, **search_report(discovery, query, _text(request, "server"), limit)}
+
+    async def _requests(self, request: Request) -> dict[str, Any]:
+        recent = self.gateway.recent
+        return {"requests": recent.latest(_number(request, "limit", 50, 10_000))}
+
+    async def _metrics(self, _: Request) -> dict[str, Any]:
+        totals: dict[str, float] = {}
+        for family in self.gateway.metrics.registry.collect():
+            for sample in family.samples:
+                if sample.name.endswith(("_total", "_count")):
+                    totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+        recent = self.gateway.recent.latest()
+        names = ("requests", "rounds", "search_calls", "tools_discovered", "tools_prefetched", "tool_tokens_saved")
+        headline = {name: int(totals.get(f"toolsift_{name}_total", 0)) for name in names}
+        headline["mcp_calls"] = int(totals.get("toolsift_mcp_call_seconds_count", 0))
+        headline["mcp_errors"] = int(totals.get("toolsift_mcp_errors_total", 0))
+        headline["recent_requests"] = len(recent)
+        headline["recent_likely_misses"] = sum(item["likely_miss"] for item in recent)
+        return headline
+
+    def _discovery(self, tool_set: str | None) -> Discovery | None:
+        gateway = self.gateway
+        return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
+
+
+def _text(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    return value or None
+
+
+def _number(request: Request, name: str, default: int, most: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or not raw.strip():
+        return default
+    if not raw.strip().isdigit() or not 1 <= int(raw) <= most:
+        raise RequestRefused(f"'{name}' must be a whole number from 1 to {most}.", param=name, code="invalid_number")
+    return int(raw)

@@ -1,0 +1,216 @@
+// toolsift console: everything shown comes from the admin API (same origin), rendered as text nodes only,
+// since tool names and descriptions come from MCP servers and queries from models. The admin key, when the
+// gateway asks for one, lives in this tab's sessionStorage and travels only as a Bearer header.
+"use strict";
+
+const KEY = "toolsift.adminKey";
+const REFRESH_MS = 5000;
+const $ = (id) => document.getElementById(id);
+
+class NeedKey extends Error {}
+
+async function api(path) {
+  const headers = { Accept: "application/json" };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.Authorization = "Bearer " + key;
+  const response = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
+  let body = null;
+  try { body = await response.json(); } catch (_) { /* not JSON: reported below */ }
+  const message = body && body.error ? body.error.message : response.statusText;
+  if (response.status === 401 || response.status === 403) {
+    askForKey(message);
+    throw new NeedKey(message);
+  }
+  if (!response.ok) throw new Error(message || `HTTP ${response.status}`);
+  return body;
+}
+
+function askForKey(message) {
+  sessionStorage.removeItem(KEY);
+  $("key-message").textContent = message;
+  $("key-form").hidden = false;
+  $("console").hidden = true;
+  $("forget-key").hidden = true;
+  $("key").focus();
+}
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function row(cells, className) {
+  const tr = el("tr", null, className);
+  for (const cell of cells) {
+    const td = cell instanceof Node ? cell : el("td", cell);
+    if (cell instanceof Node && cell.tagName !== "TD") { const wrap = el("td"); wrap.append(cell); tr.append(wrap); }
+    else tr.append(td);
+  }
+  return tr;
+}
+
+function fill(tableId, rows) {
+  const body = $(tableId).querySelector("tbody");
+  body.replaceChildren(...rows);
+}
+
+const num = (value) => { const td = el("td", value === null || value === undefined ? "-" : value, "num"); return td; };
+const fixed = (value) => num(value === null || value === undefined ? null : Number(value).toFixed(2));
+const short = (text, limit = 110) => { const line = (text || "").trim().split("\n")[0]; return line.length > limit ? line.slice(0, limit - 1) + "…" : line; };
+
+function status(text, isError) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+async function loadMetrics() {
+  const metrics = await api("/admin/metrics");
+  const labels = {
+    requests: "requests", rounds: "upstream rounds", search_calls: "searches", tools_discovered: "tools found",
+    tools_prefetched: "tools prefetched", tool_tokens_saved: "tool tokens saved", mcp_calls: "MCP calls",
+    mcp_errors: "MCP errors", recent_likely_misses: "likely misses (recent)",
+  };
+  const items = Object.entries(labels).map(([key, label]) => {
+    const box = el("div");
+    box.append(el("dt", label), el("dd", (metrics[key] ?? 0).toLocaleString()));
+    return box;
+  });
+  $("metrics").replaceChildren(...items);
+}
+
+async function loadServers() {
+  const data = await api("/admin/servers");
+  fill("servers", data.servers.map((s) => row([
+    s.name, el("td", s.state, "state-" + s.state), s.transport, num(s.tools),
+    el("td", s.deferred ? "deferred" : "loaded", "status-" + (s.deferred ? "deferred" : "loaded")), s.error || "",
+  ], "server")));
+  const search = data.search || {};
+  $("search-state").textContent = `Search: ${search.mode || "?"}` + (search.reason ? ` (${search.reason})` : "");
+  const select = $("search-server");
+  const chosen = select.value;
+  select.replaceChildren(el("option", "any server"), ...data.servers.map((s) => el("option", s.name)));
+  select.options[0].value = "";
+  select.value = chosen;
+}
+
+let toolSetsFilled = false;
+async function loadTools() {
+  const toolSet = $("tools-tool-set").value;
+  const data = await api("/admin/tools" + (toolSet ? "?tool_set=" + encodeURIComponent(toolSet) : ""));
+  if (!toolSetsFilled) {
+    for (const select of document.querySelectorAll("select.tool-sets")) {
+      select.append(...data.tool_sets.map((name) => el("option", name)));
+    }
+    toolSetsFilled = true;
+  }
+  fill("tools", data.tools.map((t) => row([
+    t.name, t.server, el("td", t.status, "status-" + t.status), num(t.tokens), short(t.description),
+  ], "tool")));
+  await loadManifest(toolSet);
+}
+
+async function loadManifest(toolSet) {
+  const data = await api("/admin/manifest" + (toolSet ? "?tool_set=" + encodeURIComponent(toolSet) : ""));
+  if (!data.deferred) {
+    $("manifest-tokens").textContent = "Nothing is deferred: every tool is sent as is, without search_tools.";
+    $("manifest").textContent = "";
+    return;
+  }
+  const kind = data.exact_tokens ? "o200k_base tokens" : "estimated tokens";
+  $("manifest-tokens").textContent =
+    `search_tools definition: ${data.tokens.toLocaleString()} ${kind}, standing in for ` +
+    `${data.deferred_tools} deferred tools (about ${data.deferred_tool_tokens.toLocaleString()} tokens).`;
+  $("manifest").textContent = JSON.stringify(data.definition, null, 2);
+}
+
+function explanation(matched) {
+  const box = el("td");
+  const fields = Object.entries(matched || {});
+  if (!fields.length) box.append(el("span", "no word matched (meaning only)", "weak"));
+  for (const [field, words] of fields) {
+    const part = el("span", null, "field");
+    part.append(el("b", field + ": "), document.createTextNode(words.join(", ")));
+    box.append(part);
+  }
+  return box;
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  const params = new URLSearchParams();
+  for (const [name, id] of [["query", "query"], ["server", "search-server"], ["tool_set", "search-tool-set"], ["k", "search-k"]]) {
+    const value = $(id).value.trim();
+    if (value) params.set(name, value);
+  }
+  try {
+    const data = await api("/admin/search?" + params.toString());
+    $("search-mode").textContent = `${data.results.length} result(s), ${data.mode}` +
+      (data.weak ? " — no tool matches these words; closest by meaning (weak matches)" : "");
+    fill("search-results", data.results.map((r) => row([
+      num(r.rank), el("td", r.name, r.weak ? "weak" : ""), fixed(r.score), fixed(r.lexical), fixed(r.semantic),
+      num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched),
+    ], "result")));
+    $("search-results").hidden = false;
+    $("search-text").textContent = data.text;
+    $("search-text-box").hidden = false;
+  } catch (error) {
+    if (!(error instanceof NeedKey)) $("search-mode").textContent = "Search failed: " + error.message;
+  }
+}
+
+function searchesCell(searches) {
+  const td = el("td");
+  if (!searches.length) td.append(el("span", "none", "note"));
+  for (const search of searches) {
+    const line = el("div");
+    const query = search.query === null ? "(by name or server)" : `“${search.query}”`;
+    line.append(document.createTextNode(`${query} → ${search.found.length ? search.found.join(", ") : "nothing"}`));
+    for (const reason of search.miss) { line.append(" ", el("span", "likely miss: " + reason, "miss-mark")); }
+    td.append(line);
+  }
+  return td;
+}
+
+async function loadRequests() {
+  const data = await api("/admin/requests");
+  fill("requests", data.requests.map((r) => row([
+    new Date(r.time * 1000).toLocaleTimeString(), el("td", r.id), num(r.status), r.model || "-", num(r.rounds),
+    searchesCell(r.searches), r.tools_called.join(", ") || "-", num(r.tokens_saved), num(r.total_ms),
+  ], "request" + (r.likely_miss ? " miss" : ""))));
+}
+
+async function refresh() {
+  try {
+    await Promise.all([loadMetrics(), loadServers(), loadRequests()]);
+    status("updated " + new Date().toLocaleTimeString());
+    return true;
+  } catch (error) {
+    if (!(error instanceof NeedKey)) status("cannot reach the admin API: " + error.message, true);
+    return false;
+  }
+}
+
+async function start() {
+  if (await refresh()) {
+    $("key-form").hidden = true;
+    $("console").hidden = false;
+    $("forget-key").hidden = !sessionStorage.getItem(KEY);
+    try { await loadTools(); } catch (error) { if (!(error instanceof NeedKey)) status(error.message, true); }
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(KEY, $("key").value.trim());
+    $("key").value = "";
+    start();
+  });
+  $("forget-key").addEventListener("click", () => { sessionStorage.removeItem(KEY); location.reload(); });
+  $("search-form").addEventListener("submit", runSearch);
+  $("tools-tool-set").addEventListener("change", () => loadTools().catch((error) => status(error.message, true)));
+  start();
+  setInterval(() => { if (!$("console").hidden) refresh(); }, REFRESH_MS);
+});
