@@ -6,7 +6,7 @@ through the same ranking code `search_tools` uses. recall@k of a query is the sh
 "toolsift" is the search a default install gives (hybrid when the model is installed, as `make install` does);
 the first run embeds the tools (timed as build_s), later runs read the vector cache.
 
-    python bench/retrieval.py [--data FILE ...] [--json]
+    python bench/retrieval.py [--data FILE ...] [--json] [--model DIR]
 
 Default data: bench/data/tool_retrieval_dev.json (long task queries) and short_queries_dev.json (short queries).
 With --json, one object per data file and line (overall, by_part, lexical, semantic, baseline); without --data,
@@ -171,8 +171,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, action="append", help="data file (repeatable; default: both)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per data file instead of tables")
+    parser.add_argument("--model", default=SemanticConfig().model, help="embedding model: a directory or a hub id")
     args = parser.parse_args()
-    semantic = SemanticSearch(SemanticConfig(), ROOT)
+    semantic = SemanticSearch(SemanticConfig(model=args.model), ROOT)
     if not semantic.load():
         print(f"note: semantic search unavailable ({semantic.reason}); toolsift = keywords only", file=sys.stderr)
     # --json alone keeps its one-object shape: the long task queries; name --data for the other file.

@@ -1,6 +1,7 @@
 """A sentence encoder for BERT-family models in numpy: no torch at run time.
 
-Sentence-transformer models such as all-MiniLM-L6-v2 are a BERT encoder, mean pooling and L2 normalisation;
+Sentence-transformer models such as all-MiniLM-L6-v2 are a BERT encoder, mean pooling and L2 normalisation
+(all-mpnet-base-v2 the same on MPNet, a BERT whose attention also weighs the relative distance of two tokens);
 for 6 layers of 384 dimensions that is a handful of matrix products, which numpy's BLAS runs as fast as any
 runtime on a CPU. Weights come from `model.safetensors` and the tokenizer from `tokenizer.json` (Hugging Face's
 `tokenizers`, the same Rust tokenizer the reference uses), so any model in the standard layout loads.
@@ -22,7 +23,10 @@ import numpy as np
 # gateway later forks to start a stdio MCP server.
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 Array = np.ndarray[Any, np.dtype[np.float32]]
-_QKV = ("query", "key", "value")
+# Where each family keeps an attention block's weights, under `encoder.layer.N.attention.`.
+_BERT_NAMES = {"q": "self.query", "k": "self.key", "v": "self.value", "out": "output.dense", "norm": "output.LayerNorm"}
+_MPNET_NAMES = {"q": "attn.q", "k": "attn.k", "v": "attn.v", "out": "attn.o", "norm": "LayerNorm"}
+_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "mpnet")
 
 
 class ModelLoadError(Exception):
@@ -62,13 +66,12 @@ class BertEncoder:
             self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as exc:
             raise ModelLoadError(f"cannot read the model in {directory}: {exc}") from exc
-        if config.get("model_type", "bert") not in ("bert", "roberta", "xlm-roberta") or config.get(
-            "hidden_act", "gelu"
-        ) not in ("gelu", "gelu_new"):
-            raise ModelLoadError(f"unsupported model type in {directory}: {config.get('model_type')}")
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in raw else ""
+        model_type = config.get("model_type", "bert")
+        if model_type not in _MODEL_TYPES or config.get("hidden_act", "gelu") not in ("gelu", "gelu_new"):
+            raise ModelLoadError(f"unsupported model type in {directory}: {model_type}")
+        head = next((f"{name}." for name in _MODEL_TYPES if f"{name}.embeddings.word_embeddings.weight" in raw), "")
         try:
-            self._load(raw, prefix, config)
+            self._load(raw, head, config)
         except KeyError as exc:
             raise ModelLoadError(f"{directory}: weight {exc} not found; not a BERT-family encoder") from exc
         self.max_tokens = min(max_tokens, self.positions.shape[0])
@@ -86,22 +89,27 @@ class BertEncoder:
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.heads = int(config["num_attention_heads"])
         self.word = get("embeddings.word_embeddings.weight")
-        self.positions = get("embeddings.position_embeddings.weight")
-        self.token_type = get("embeddings.token_type_embeddings.weight")[0]
+        # RoBERTa-style models (RoBERTa, XLM-R, MPNet) number positions from the padding id + 1, BERT from 0.
+        first = int(config.get("pad_token_id", 1)) + 1 if config.get("model_type", "bert") != "bert" else 0
+        self.positions = get("embeddings.position_embeddings.weight")[first:]
+        mpnet = config.get("model_type") == "mpnet"
+        # MPNet has no token types; it adds a learned bias by relative distance to every attention score instead.
+        self.token_type = np.zeros_like(self.word[0]) if mpnet else get("embeddings.token_type_embeddings.weight")[0]
+        self.relative_bias = get("encoder.relative_attention_bias.weight") if mpnet else None
         self.embedding_norm = norm("embeddings.LayerNorm")
         self.layers: list[_Layer] = []
+        names = _MPNET_NAMES if mpnet else _BERT_NAMES
         for number in range(int(config["num_hidden_layers"])):
             base = f"encoder.layer.{number}."
             attention = base + "attention."
+            qkv = [f"{attention}{names[part]}" for part in ("q", "k", "v")]
             self.layers.append(
                 _Layer(
-                    qkv=np.ascontiguousarray(
-                        np.concatenate([get(f"{attention}self.{part}.weight") for part in _QKV]).T
-                    ),
-                    qkv_bias=np.concatenate([get(f"{attention}self.{part}.bias") for part in _QKV]),
-                    out=np.ascontiguousarray(get(f"{attention}output.dense.weight").T),
-                    out_bias=get(f"{attention}output.dense.bias"),
-                    norm1=norm(f"{attention}output.LayerNorm"),
+                    qkv=np.ascontiguousarray(np.concatenate([get(f"{name}.weight") for name in qkv]).T),
+                    qkv_bias=np.concatenate([get(f"{name}.bias") for name in qkv]),
+                    out=np.ascontiguousarray(get(f"{attention}{names['out']}.weight").T),
+                    out_bias=get(f"{attention}{names['out']}.bias"),
+                    norm1=norm(f"{attention}{names['norm']}"),
                     up=np.ascontiguousarray(get(f"{base}intermediate.dense.weight").T),
                     up_bias=get(f"{base}intermediate.dense.bias"),
                     down=np.ascontiguousarray(get(f"{base}output.dense.weight").T),
@@ -109,6 +117,12 @@ class BertEncoder:
                     norm2=norm(f"{base}output.LayerNorm"),
                 )
             )
+
+    def _relative_bias(self, length: int) -> Array:
+        assert self.relative_bias is not None
+        buckets = _relative_buckets(length, self.relative_bias.shape[0])
+        found: Array = np.ascontiguousarray(self.relative_bias[buckets].transpose(2, 0, 1))[None]  # (1, heads, q, k)
+        return found
 
     def token_count(self, text: str) -> int:
         return len(self.tokenizer.encode(text).ids)
@@ -138,6 +152,8 @@ class BertEncoder:
         x = self.word[ids] + self.positions[:length] + self.token_type
         x = _layer_norm(x, *self.embedding_norm, self.eps)
         bias = ((1.0 - mask) * -1e4)[:, None, None, :]  # padded keys get no attention
+        if self.relative_bias is not None:
+            bias = bias + self._relative_bias(length)
         hidden = x.shape[-1]
         size = hidden // self.heads
         scale = np.float32(1.0 / math.sqrt(size))
@@ -161,6 +177,20 @@ class BertEncoder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Array = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
+
+
+def _relative_buckets(length: int, buckets: int, max_distance: int = 128) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """MPNet's (T5's) bucket of each key position relative to each query position: one bucket per distance up
+    to a quarter of the buckets, then logarithmically wider ones, each direction with half of them."""
+    distance = np.arange(length)[None, :] - np.arange(length)[:, None]  # key - query
+    half = buckets // 2
+    exact = half // 2
+    n = np.abs(distance)
+    wide = exact + (np.log(np.maximum(n, 1) / exact) / math.log(max_distance / exact) * (half - exact)).astype(np.int64)
+    found: np.ndarray[Any, np.dtype[np.int64]] = (distance > 0) * half + np.where(
+        n < exact, n, np.minimum(wide, half - 1)
+    )
+    return found
 
 
 def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
