@@ -48,6 +48,8 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
         messages.extend(messages_from_wire(raw))
     tool_choice, parallel = _tool_choice(request.tool_choice)
     params: JsonObject = {"max_tokens": request.max_tokens}
+    if request.stream:  # Anthropic streams always end with usage; an OpenAI-compatible upstream must be asked
+        params["stream_options"] = {"include_usage": True}
     params.update({key: payload[key] for key in ("temperature", "top_p") if payload.get(key) is not None})
     user = (request.metadata or {}).get("user_id")
     if isinstance(user, str) and user:
@@ -172,8 +174,8 @@ def _message_id(upstream_id: str) -> str:
 
 
 def error_type(error: GatewayError) -> str:
-    """Anthropic's error type for an error: the upstream's own when it is one of Anthropic's, else by status."""
-    if error.type in ANTHROPIC_ERROR_TYPES:
+    """Anthropic's error type for an error: a specific one of Anthropic's the upstream gave, else by status."""
+    if error.type in ANTHROPIC_ERROR_TYPES and error.type not in ("invalid_request_error", "api_error"):
         return error.type
     return STATUS_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
 
@@ -211,7 +213,7 @@ class MessagesFront:
         return chat_request(*parse_messages_request(body, call.limits.max_messages, call.limits.max_tools))
 
     def count(self, body: bytes, call: Call) -> JsonObject:
-        request, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools)
+        request, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools, counting=True)
         return count_json(chat_request(request, payload), payload)
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:

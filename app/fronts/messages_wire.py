@@ -119,9 +119,10 @@ def _server_tool(index: int, tool: Any) -> GatewayError | None:
 
 
 def parse_messages_request(
-    raw_body: bytes, max_messages: int = 2000, max_tools: int = 512
+    raw_body: bytes, max_messages: int = 2000, max_tools: int = 512, counting: bool = False
 ) -> tuple[MessagesRequest, dict[str, Any]]:
-    """Decode and validate a request body; return the model and the raw dict (its blocks kept as sent)."""
+    """Decode and validate a request body; return the model and the raw dict (its blocks kept as sent).
+    `count_tokens` requests (`counting`) have no `max_tokens`."""
     try:
         payload = strict_json.loads(raw_body)
     except strict_json.JsonProblem as exc:
@@ -142,7 +143,7 @@ def parse_messages_request(
         if refusal is not None:
             raise refusal
     try:
-        request = MessagesRequest.model_validate(payload)
+        request = MessagesRequest.model_validate({"max_tokens": 1, **payload} if counting else payload)
     except ValidationError as exc:
         first = exc.errors()[0]
         param = _param_path(first["loc"])
