@@ -3,7 +3,6 @@ scripted OpenAI-compatible upstream and a scripted Anthropic upstream, plain and
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anthropic
@@ -85,7 +84,7 @@ async def test_streamed_search_then_mcp_call_then_answer(upstream: Upstream, gat
     assert upstream.requests[0]["stream"] is True and upstream.requests[0]["stream_options"] == {"include_usage": True}
 
 
-WEATHER_TOOL = {
+WEATHER_TOOL: Any = {
     "name": "get_local_time",
     "description": "The time on the user's own machine",
     "input_schema": {"type": "object", "properties": {"zone": {"type": "string"}}},
@@ -102,6 +101,7 @@ async def test_client_tool_comes_back_as_tool_use_and_continues_with_tool_result
     client, _ = await gateway_factory()
     api = sdk(client)
     asked: list[Any] = [{"role": "user", "content": "What time is it here?"}]
+    reply: Any
     if stream:
         async with api.messages.stream(model="fast", max_tokens=64, messages=asked, tools=[WEATHER_TOOL]) as events:
             reply = await events.get_final_message()
