@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.model import Delta, JsonObject, Message, Native, UpstreamRequest
-from app.providers.anthropic_format import _append, _messages
+from app.providers.anthropic_format import _messages
 from app.providers.openai_format import message_to_openai
 
 SYSTEM_ROLES = ("system", "developer")
@@ -38,11 +38,12 @@ def with_native(body: JsonObject, request: UpstreamRequest) -> JsonObject:
             system.extend(blocks if blocks is not None else _text_blocks(message.text()))
         elif blocks is not None:
             role = "assistant" if message.role == "assistant" else "user"
-            _append(turns, role, list(blocks))
+            native = message.native.value.get("content") if message.native is not None else None
+            _join(turns, role, native if isinstance(native, str) and message.extra is None else list(blocks))
         else:
             _, translated = _messages([message_to_openai(message)])
             for turn in translated:
-                _append(turns, turn["role"], list(turn["content"]))
+                _join(turns, turn["role"], list(turn["content"]))
     body = {key: value for key, value in body.items() if key != "system"}
     if system:
         plain = all(set(block) == {"type", "text"} for block in system)
@@ -52,6 +53,20 @@ def with_native(body: JsonObject, request: UpstreamRequest) -> JsonObject:
     if native is not None and native.format == "anthropic":
         body.update(native.value)
     return body
+
+
+def _join(turns: list[dict[str, Any]], role: str, content: str | list[JsonObject]) -> None:
+    """Consecutive turns of one role become one, as Anthropic requires; a lone string content stays a string."""
+    if not content:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"] = [*_as_blocks(turns[-1]["content"]), *_as_blocks(content)]
+    else:
+        turns.append({"role": role, "content": content})
+
+
+def _as_blocks(content: str | list[JsonObject]) -> list[JsonObject]:
+    return _text_blocks(content) if isinstance(content, str) else content
 
 
 def _blocks_of(message: Message) -> list[JsonObject] | None:
