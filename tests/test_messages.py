@@ -3,6 +3,8 @@ scripted OpenAI-compatible upstream and a scripted Anthropic upstream, plain and
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -11,6 +13,7 @@ import pytest
 
 from tests.conftest import Upstream, completion, make_config
 from tests.scripted_upstream import _as_stream
+from tests.test_streaming import FIRST_CHUNK
 
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 WEATHER_LOADED = ["weather__get_current_weather", "weather__get_forecast", "weather__get_alerts"]
@@ -162,3 +165,31 @@ async def test_count_tokens_is_an_estimate_of_what_was_sent(upstream: Upstream, 
     bad = await client.post("/v1/messages/count_tokens", json={"model": "fast", "messages": []})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
     assert upstream.requests == []
+
+
+async def test_stream_failures_are_anthropic_error_events(upstream: Upstream, gateway_factory: Any) -> None:
+    class Endless(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            while True:
+                yield FIRST_CHUNK
+                await asyncio.sleep(0.01)
+
+    client, _ = await gateway_factory(make_config(request_deadline=1.0))
+    api = sdk(client)
+    asked: Any = [{"role": "user", "content": "x"}]
+    upstream.script(
+        streamed(completion(calls=[("search_tools", {"query": "notes"})])),
+        httpx.Response(503, json={"error": {"message": "overloaded"}}),
+    )
+    with pytest.raises(anthropic.APIStatusError) as failed:  # the SDK raises on Anthropic's `error` event
+        async with api.messages.stream(model="fast", max_tokens=8, messages=asked) as stream:
+            await stream.get_final_message()
+    assert failed.value.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+    assert "overloaded" in failed.value.body["error"]["message"]  # type: ignore[index]
+
+    upstream.script(httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Endless()))
+    with pytest.raises(anthropic.APIStatusError) as late:
+        async with api.messages.stream(model="fast", max_tokens=8, messages=asked) as stream:
+            await stream.get_final_message()
+    assert late.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
+    assert "deadline" in late.value.body["error"]["message"]  # type: ignore[index]

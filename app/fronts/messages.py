@@ -196,7 +196,7 @@ STATUS_TYPES = {
 }
 
 
-def count_json(request: ChatRequest, payload: JsonObject) -> JsonObject:
+def count_json(payload: JsonObject) -> JsonObject:
     """`count_tokens`: an estimate with the gateway's tokenizer (o200k_base, not Claude's), of the system prompt,
     messages and tools as sent."""
     counted: dict[str, Any] = {key: payload.get(key) for key in ("system", "messages", "tools") if payload.get(key)}
@@ -213,8 +213,8 @@ class MessagesFront:
         return chat_request(*parse_messages_request(body, call.limits.max_messages, call.limits.max_tools))
 
     def count(self, body: bytes, call: Call) -> JsonObject:
-        request, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools, counting=True)
-        return count_json(chat_request(request, payload), payload)
+        _, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools, counting=True)
+        return count_json(payload)
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
         return request
