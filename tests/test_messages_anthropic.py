@@ -171,3 +171,20 @@ async def test_client_tool_through_an_anthropic_upstream(anthropic_upstream: Any
         assert exc.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
     else:
         raise AssertionError("an overloaded upstream must be an error")
+
+
+async def test_streamed_thinking_before_a_client_tool_keeps_its_signature(
+    anthropic_upstream: Any, gateway_factory: Any
+) -> None:
+    _, replies = anthropic_upstream
+    replies.append(_thinking_then_tool("get_local_time", {"zone": "UTC"}))
+    client = await _client(gateway_factory)
+    tools: Any = [{"name": "get_local_time", "description": "Local time", "input_schema": {"type": "object"}}]
+    asked: Any = [{"role": "user", "content": "time?"}]
+    async with sdk(client).messages.stream(model="sonnet", max_tokens=2048, messages=asked, tools=tools) as stream:
+        final = await stream.get_final_message()
+    assert [block.type for block in final.content] == ["thinking", "tool_use"]
+    assert final.content[0].model_dump() == THINK
+    assert final.content[1].input == {"zone": "UTC"} and final.stop_reason == "tool_use"  # type: ignore[union-attr]
+    wrong = await client.get("/v1/messages")
+    assert wrong.status_code == 405 and wrong.json()["type"] == "error"

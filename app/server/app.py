@@ -19,12 +19,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.gateway import Gateway
-from app.errors import error_body
+from app.errors import anthropic_error_body, error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
 from app.mcp.front.http import HttpFront, McpPathDispatch
 from app.server.auth import ApiKeyMiddleware
-from app.server.edge import EdgeGuard, JsonBodies
+from app.server.edge import EdgeGuard, JsonBodies, is_messages_path
 from app.server.observability import METRICS_CONTENT_TYPE
 from app.server.serve import serve, serve_count
 
@@ -60,8 +60,10 @@ def create_app(gateway: Gateway) -> ASGIApp:
     app.add_middleware(McpPathDispatch, front=mcp_front)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        if is_messages_path(request.url.path):
+            return JSONResponse(anthropic_error_body(str(exc.detail), kind), exc.status_code)
         return JSONResponse(error_body(str(exc.detail), kind), exc.status_code)
 
     @app.get("/healthz")
