@@ -138,3 +138,31 @@ async def test_without_the_setting_every_client_tool_is_sent(upstream: Upstream,
 def test_the_setting_is_off_by_default() -> None:
     assert make_config().tool_discovery.auto_defer_client_tools is None
     assert make_config(tool_discovery=AUTO_DEFER).tool_discovery.auto_defer_client_tools.keep == KEEP  # type: ignore[union-attr]
+
+
+async def test_defer_loading_is_honoured_without_auto_deferral(upstream: Upstream, gateway_factory: Any) -> None:
+    upstream.script(completion("ok"))
+    client, _ = await gateway_factory()
+    tools = claude_code_tools()[:2]
+    tools[1] = {**tools[1], "defer_loading": True}
+    response = await client.post(
+        "/v1/messages", json={**claude_code_body([{"role": "user", "content": "hi"}]), "tools": tools}
+    )
+    assert response.status_code == 200
+    assert upstream.tool_names(0) == ["Bash", *MCP_LOADED, "search_tools"]
+    assert "defer_loading" not in json.dumps(upstream.requests[0]["tools"])
+
+
+async def test_browsers_may_send_anthropic_headers(gateway_factory: Any) -> None:
+    client, _ = await gateway_factory(make_config(cors_origins=["https://app.example"]))
+    preflight = await client.options(
+        "/v1/messages",
+        headers={
+            "origin": "https://app.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "x-api-key, anthropic-version, anthropic-beta, content-type",
+        },
+    )
+    assert preflight.status_code == 200
+    allowed = preflight.headers["access-control-allow-headers"].lower()
+    assert all(name in allowed for name in ("x-api-key", "anthropic-version", "anthropic-beta"))
