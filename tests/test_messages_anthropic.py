@@ -188,3 +188,31 @@ async def test_streamed_thinking_before_a_client_tool_keeps_its_signature(
     assert final.content[1].input == {"zone": "UTC"} and final.stop_reason == "tool_use"  # type: ignore[union-attr]
     wrong = await client.get("/v1/messages")
     assert wrong.status_code == 405 and wrong.json()["type"] == "error"
+
+
+async def test_each_rounds_thinking_is_its_own_block_and_unsigned_ones_stay_home(
+    anthropic_upstream: Any, gateway_factory: Any
+) -> None:
+    calls, replies = anthropic_upstream
+    replies += [
+        _thinking_then_tool("search_tools", {"query": "local time"}),
+        _thinking_then_tool("get_local_time", {"zone": "UTC"}),
+        httpx.Response(200, json=message([{"type": "text", "text": "Noon."}], "end_turn")),
+    ]
+    client = await _client(gateway_factory)
+    api = sdk(client)
+    tools: Any = [{"name": "get_local_time", "description": "Local time", "input_schema": {"type": "object"}}]
+    asked: Any = [{"role": "user", "content": "time?"}]
+    async with api.messages.stream(model="sonnet", max_tokens=2048, messages=asked, tools=tools) as stream:
+        final = await stream.get_final_message()
+    assert [block.type for block in final.content] == ["thinking", "thinking", "tool_use"]
+    first, second = (block.model_dump() for block in final.content[:2])
+    assert first == {**THINK, "signature": ""}  # the first round's was sent back upstream in that request
+    assert second == THINK  # the last one is the client's to send back, signed
+    asked += [
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in final.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_s", "content": "12:00"}]},
+    ]
+    await api.messages.create(model="sonnet", max_tokens=2048, messages=asked, tools=tools)
+    resent = calls[2]["body"]["messages"][1]["content"]
+    assert [block["type"] for block in resent] == ["thinking", "tool_use"] and resent[0] == THINK

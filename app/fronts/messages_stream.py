@@ -87,8 +87,8 @@ class MessagesStream:
 
     def render(self, item: Event) -> list[str]:
         if isinstance(item, RoundStarted):
-            if self.committed:
-                return []
+            if self.committed:  # a later round's thinking is its own block (each round's is signed apart)
+                return self._close() if self.open == "thinking" else []
             self.committed = True
             message: JsonObject = {"id": self.id, "type": "message", "role": "assistant", "model": self.model}
             message.update(content=[], stop_reason=None, stop_sequence=None, usage=usage_json(None))

@@ -76,7 +76,15 @@ def _blocks_of(message: Message) -> list[JsonObject] | None:
     if message.native is None or message.native.format != "anthropic":
         return None
     content = message.native.value.get("content")
-    return _text_blocks(content) if isinstance(content, str) else list(content or ())
+    if isinstance(content, str):
+        return _text_blocks(content)
+    return [block for block in content or () if not _unsigned(block)]
+
+
+def _unsigned(block: JsonObject) -> bool:
+    """A thinking block without a signature (reasoning of another upstream, as the gateway rendered it, or a
+    stream's earlier round): Anthropic refuses it, and it was never Anthropic's to verify."""
+    return block.get("type") == "thinking" and not block.get("signature")
 
 
 def _text_blocks(text: str) -> list[JsonObject]:
