@@ -152,6 +152,13 @@ class SemanticConfig(_Strict):
         return self
 
 
+class AutoDeferConfig(_Strict):
+    """Defer a request's client tools when they are many (clients such as Claude Code send every tool each turn)."""
+
+    min_tokens: int = Field(8000, ge=0, description="client tool tokens above which they are deferred")
+    keep: list[str] = Field(default_factory=list, description="client tool names that always stay loaded")
+
+
 class ToolDiscoveryConfig(_Strict):
     enabled: bool = True
     defer: Literal["auto", "all", "none"] = Field(
@@ -167,6 +174,7 @@ class ToolDiscoveryConfig(_Strict):
         LOAD_RELATED_DEFAULT, ge=0, le=SEARCH_RESULTS_HARD_CAP, description="related tools loaded per found tool"
     )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
+    auto_defer_client_tools: AutoDeferConfig | None = None
 
     @model_validator(mode="after")
     def _defer_all_is_an_alias(self) -> ToolDiscoveryConfig:

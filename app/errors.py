@@ -60,3 +60,8 @@ class RequestRefused(Exception):
 
     def as_gateway_error(self) -> GatewayError:
         return GatewayError(400, self.message, param=self.param, code=self.code)
+
+
+def anthropic_error_body(message: str, type: str) -> dict[str, Any]:
+    """The error in Anthropic's shape (the Messages front, and the edge's refusals on its paths); redacted alike."""
+    return {"type": "error", "error": {"type": type, "message": redact(message)}}

@@ -1,4 +1,5 @@
-"""Tool-definition tokens in the first upstream call, discovery off vs on.
+"""Tool-definition tokens in the first upstream call, discovery off vs on; and a Claude-Code-style request's client
+tools with `auto_defer_client_tools` off vs on.
 
 Catalogs: the bundled demo (its example servers, listed in memory), and catalogs of 100 and 1,000 tools. The
 large catalogs are real tool definitions from public tool-retrieval data (LiveMCPBench MCP servers and
@@ -26,11 +27,23 @@ sys.path.insert(0, str(ROOT))
 from app import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
 from app.engine.catalog import build_catalog  # noqa: E402
-from app.engine.request_tools import DiscoveryCache, prepare_request_tools  # noqa: E402
-from app.fronts.chat_wire import ChatCompletionRequest  # noqa: E402
+from app.engine.model import ChatRequest  # noqa: E402
+from app.engine.request_tools import DiscoveryCache, RequestTools, prepare_request_tools  # noqa: E402
+from app.fronts.chat_completions import chat_request  # noqa: E402
+from app.fronts.chat_wire import parse_chat_request  # noqa: E402
+from app.providers.openai_format import tool_to_openai  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
-REQUEST = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+HELLO = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+REQUEST = chat_request(*parse_chat_request(json.dumps(HELLO).encode()))
+CLAUDE_CODE_TOOLS = ["Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
+                     "WebSearch", "TodoWrite", "Task", "ExitPlanMode", "BashOutput", "KillShell"]  # fmt: skip
+KEEP = ["Bash", "Read", "Edit"]
+
+
+def sent(request_tools: RequestTools) -> list[dict[str, Any]]:
+    """The tool definitions of the first upstream call, as an OpenAI-compatible upstream gets them."""
+    return [tool_to_openai(spec) for spec in request_tools.definitions()]
 
 
 def first_call_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[int, int, int]:
@@ -44,7 +57,7 @@ def first_call_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[i
         request_tools = prepare_request_tools(
             catalog, variant, REQUEST, DiscoveryCache(variant.tool_discovery.manifest_max_tokens)
         )
-        results.append((tokens.count_tools(request_tools.definitions()), len(request_tools.loaded_names)))
+        results.append((tokens.count_tools(sent(request_tools)), len(request_tools.loaded_names)))
     return results[0][0], results[1][0], results[1][1]
 
 
@@ -106,6 +119,35 @@ def generated_listings(count: int, seed: int = 7) -> dict[str, list[Any]]:
     return listings
 
 
+def claude_code_request(listings: dict[str, list[Any]]) -> ChatRequest:
+    """A request as Claude Code sends it with MCP servers configured in it: its own tools (generated definitions of
+    a typical size) and every MCP tool as `mcp__<server>__<tool>`, all client tools."""
+    words = "Runs the operation in the user's workspace, checking its inputs first and reporting what changed. "
+    tools = [
+        {"type": "function", "function": {"name": name, "description": f"{name}. " + words * 12, "parameters": {
+            "type": "object", "properties": {f"arg_{i}": {"type": "string", "description": words} for i in range(4)}}}}
+        for name in CLAUDE_CODE_TOOLS
+    ]  # fmt: skip
+    for server, listed in listings.items():
+        for tool in listed:
+            name = f"mcp__{server}__{tool.name}"[:64]
+            function = {"name": name, "description": tool.description or "", "parameters": tool.input_schema}
+            tools.append({"type": "function", "function": function})
+    body = {**HELLO, "tools": tools}
+    return chat_request(*parse_chat_request(json.dumps(body).encode(), max_tools=4096))
+
+
+def auto_defer_tokens(request: ChatRequest) -> tuple[int, int, int]:
+    """(client tool tokens sent as is, with auto-deferral keeping Bash/Read/Edit, tools loaded with it)."""
+    results = []
+    for auto in (None, {"min_tokens": 8000, "keep": KEEP}):
+        config = parse_config({"tool_discovery": {"auto_defer_client_tools": auto}}, environ={})
+        catalog = build_catalog(config, {}, version=1)
+        request_tools = prepare_request_tools(catalog, config, request, DiscoveryCache())
+        results.append((tokens.count_tools(sent(request_tools)), len(request_tools.loaded_names)))
+    return results[0][0], results[1][0], results[1][1]
+
+
 def mcp_connect_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[int, int]:
     """An MCP client's `tools/list` at connect time: every server directly vs toolsift's lazy front."""
     direct = [_mcp_shape(tool) for tools in listings.values() for tool in tools]
@@ -119,7 +161,7 @@ def mcp_connect_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[
             "description": d["function"]["description"],
             "inputSchema": d["function"]["parameters"],
         }
-        for d in request_tools.definitions()
+        for d in sent(request_tools)
     ]
     return tokens.count_text(json.dumps(direct, ensure_ascii=False)), tokens.count_text(
         json.dumps(lazy, ensure_ascii=False)
@@ -157,6 +199,17 @@ def main() -> None:
         off, on, loaded = first_call_tokens(config, listings)
         cut = 1 - on / off if off else 0.0
         print(f"{label:<28} {tool_count:>6} {off:>14,} {on:>13,} {loaded:>10} {cut:>7.1%}")
+
+    print(f"\nClaude-Code-style request: client tools, auto_defer_client_tools off vs on, keep {KEEP} ({unit})\n")
+    header = f"{'client tools':<28} {'tools':>6} {'sent as is':>14} {'auto-deferred':>13} {'loaded':>10} {'cut':>7}"
+    print(header)
+    print("-" * len(header))
+    for count in (50, 100):
+        listings = data_listings(args.data, count) if args.data.exists() else generated_listings(count)
+        request = claude_code_request(listings)
+        off, on, loaded = auto_defer_tokens(request)
+        label = f"{len(CLAUDE_CODE_TOOLS)} own + {count} MCP ({source})"
+        print(f"{label:<28} {len(request.tools):>6} {off:>14,} {on:>13,} {loaded:>10} {1 - on / off:>7.1%}")
 
     print(f"\nMCP clients: tools/list at connect time, straight to the servers vs toolsift's lazy front ({unit})\n")
     header = f"{'catalog':<28} {'direct':>10} {'lazy front':>11} {'cut':>7}"

@@ -11,12 +11,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from fastmcp.utilities.components import get_fastmcp_metadata
 
-from app.config import Config, ExcludeSpec, McpServerConfig, ServerSelection
+from app.config import AutoDeferConfig, Config, ExcludeSpec, McpServerConfig, ServerSelection
 from app.engine.deferral import Deferral, decide_deferral
 from app.engine.model import ClientTool, ToolSpec
 from app.errors import RequestRefused
@@ -272,3 +272,25 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
             )
         )
     return entries
+
+
+def auto_deferred(entries: list[ToolEntry], config: AutoDeferConfig | None, tool_choice: object) -> list[ToolEntry]:
+    """The client's tools with `auto_defer_client_tools` applied: when those not already deferred add up to more
+    than `min_tokens`, all of them are deferred but the `keep` names and the tool `tool_choice` names (an upstream
+    refuses a forced tool it was not sent). Decided from the request alone, so every turn of a conversation gets
+    the same split and the same tool order; tools its history called are loaded back by the caller, after
+    `search_tools`, where they were when the model first called them."""
+    loaded = [entry for entry in entries if not entry.deferred]
+    if config is None or sum(entry.tokens for entry in loaded) <= config.min_tokens:
+        return entries
+    keep = {*config.keep, *_chosen_tool(tool_choice)}
+    return [entry if entry.deferred or entry.name in keep else replace(entry, deferred=True) for entry in entries]
+
+
+def _chosen_tool(tool_choice: object) -> list[str]:
+    """The name a `tool_choice` forces, in chat-completions form (`{"function": {"name"}}`) or flat (`{"name"}`)."""
+    if not isinstance(tool_choice, dict):
+        return []
+    function = tool_choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool_choice.get("name")
+    return [name] if isinstance(name, str) else []

@@ -111,6 +111,7 @@ class Options:
     stop: str | list[str] | None = None
     include_usage: bool = False
     params: JsonObject = field(default_factory=dict)
+    native: Native | None = None  # parameters only an upstream of the front's format takes (Anthropic's `thinking`)
 
 
 @dataclass(slots=True)

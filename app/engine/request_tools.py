@@ -16,7 +16,14 @@ from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.related import with_related
 from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import SEARCH_TOOL_NAME, Catalog, ToolEntry, client_entries, select_mcp_tools
+from app.engine.catalog import (
+    SEARCH_TOOL_NAME,
+    Catalog,
+    ToolEntry,
+    auto_deferred,
+    client_entries,
+    select_mcp_tools,
+)
 from app.engine.model import ChatRequest, Message, ToolSpec
 
 CLIENT_GROUP = "client"
@@ -167,6 +174,8 @@ def prepare_request_tools(
     mcp = select_mcp_tools(catalog, config, request.tool_set)
     client = client_entries(request.tools, catalog.tools)
     enabled = config.tool_discovery.enabled
+    if enabled:
+        client = auto_deferred(client, config.tool_discovery.auto_defer_client_tools, request.options.tool_choice)
     deferred_client = [entry for entry in client if entry.deferred] if enabled else []
     discovery = cache.get(catalog, request.tool_set, mcp)
     if deferred_client:

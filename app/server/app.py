@@ -1,5 +1,5 @@
-"""The ASGI app: the fronts' routes (`/v1/chat/completions`), `/v1/models`, `/healthz`, `/readyz`, `/metrics`,
-the MCP front at `/mcp`, and the guards every path passes (app/server/edge.py, auth.py).
+"""The ASGI app: the fronts' routes (`/v1/chat/completions`, `/v1/messages`), `/v1/models`, `/healthz`, `/readyz`,
+`/metrics`, the MCP front at `/mcp`, and the guards every path passes (app/server/edge.py, auth.py).
 
 Each front's requests run through one pipeline (app/server/serve.py).
 """
@@ -19,19 +19,21 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.gateway import Gateway
-from app.errors import error_body
+from app.errors import anthropic_error_body, error_body
 from app.fronts.chat_completions import ChatCompletionsFront
+from app.fronts.messages import MessagesFront
 from app.mcp.front.http import HttpFront, McpPathDispatch
 from app.server.admin import console_routes
 from app.server.auth import ApiKeyMiddleware
-from app.server.edge import EdgeGuard, JsonBodies
+from app.server.edge import EdgeGuard, JsonBodies, is_messages_path
 from app.server.observability import METRICS_CONTENT_TYPE
 from app.server.responses_routes import ResponsesApi
-from app.server.serve import serve
+from app.server.serve import serve, serve_count
 
 log = logging.getLogger("toolsift.http")
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
+CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 
 def create_app(gateway: Gateway) -> ASGIApp:
@@ -60,8 +62,10 @@ def create_app(gateway: Gateway) -> ASGIApp:
     app.add_middleware(McpPathDispatch, front=mcp_front)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        if is_messages_path(request.url.path):
+            return JSONResponse(anthropic_error_body(str(exc.detail), kind), exc.status_code)
         return JSONResponse(error_body(str(exc.detail), kind), exc.status_code)
 
     @app.get("/healthz")
@@ -112,6 +116,16 @@ def create_app(gateway: Gateway) -> ASGIApp:
     # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
     # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
     app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
+    messages_front = MessagesFront()
+
+    async def messages(request: Request) -> Response:
+        return await serve(gateway, request, messages_front)
+
+    async def count_tokens(request: Request) -> Response:
+        return await serve_count(gateway, request, messages_front)
+
+    app.router.routes.append(Route("/v1/messages", messages, methods=["POST"]))
+    app.router.routes.append(Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]))
     app.router.routes.extend(console_routes(gateway))  # /console and the admin API (app/server/admin.py)
     responses = ResponsesApi(gateway)  # the Responses API (app/fronts/responses.py), its POST a fast path too
     app.router.routes.extend(responses.routes())

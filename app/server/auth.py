@@ -1,4 +1,5 @@
-"""Gateway keys: with `auth.api_keys` set, every endpoint but `/healthz` needs `Authorization: Bearer <key>`.
+"""Gateway keys: with `auth.api_keys` set, every endpoint but `/healthz` needs `Authorization: Bearer <key>` (or
+`x-api-key: <key>`, as Anthropic clients send it).
 
 A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
 constant time, each one, so timing tells nothing about which key or how much of it matched. The key that
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.errors import error_body
+from app.errors import anthropic_error_body, error_body
+from app.server.edge import is_messages_path
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
@@ -60,20 +62,24 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OWN_GUARD) or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        message = "Missing or invalid API key: send 'Authorization: Bearer <key>' with a gateway key."
-        body = json.dumps(error_body(message, "invalid_request_error", code="invalid_api_key")).encode()
+        message = "Missing or invalid API key: send 'Authorization: Bearer <key>' (or 'x-api-key') with a gateway key."
+        if is_messages_path(scope["path"]):
+            shaped = anthropic_error_body(message, "authentication_error")
+        else:
+            shaped = error_body(message, "invalid_request_error", code="invalid_api_key")
+        body = json.dumps(shaped).encode()
         headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     def _allowed(self, scope: Scope) -> bool:
         """A gateway key was sent; its identity is recorded in the scope for what runs after."""
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        if scheme.lower() != b"bearer":
-            return False
-        identity = identify(token.strip(), self.keys)
-        if identity is None:
-            return False
-        scope[SCOPE_KEY] = identity
-        return True
+        headers = dict(scope.get("headers") or [])
+        scheme, _, bearer = headers.get(b"authorization", b"").partition(b" ")
+        sent = [bearer.strip() if scheme.lower() == b"bearer" else b"", headers.get(b"x-api-key", b"").strip()]
+        for token in filter(None, sent):
+            identity = identify(token, self.keys)
+            if identity is not None:
+                scope[SCOPE_KEY] = identity
+                return True
+        return False

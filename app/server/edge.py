@@ -5,7 +5,7 @@ rebound domain reaches a loopback gateway as its own origin. So, before any work
 `Origin` must come from the gateway's own origin or from `cors_origins`; on a loopback connection with no gateway
 keys, the `Host` must be a loopback name; and a request body must be JSON. SDKs and curl send no `Origin` and a
 loopback or real host name, so they pass unchanged. Refusals answer in the called API's shape: a JSON-RPC error on
-`/mcp`, OpenAI's error object elsewhere.
+`/mcp`, Anthropic's error on `/v1/messages`, OpenAI's error object elsewhere.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import error_body
+from app.errors import anthropic_error_body, error_body
 from app.server.observability import REQUEST_ID
 
 REQUEST_ID_HEADER = b"x-request-id"
@@ -50,11 +50,18 @@ def is_mcp_path(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
 
 
-def refusal_body(path: str, message: str, code: str) -> bytes:
-    """An error in the called API's shape: a JSON-RPC error on `/mcp`, OpenAI's error object elsewhere."""
+def is_messages_path(path: str) -> bool:
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
+
+
+def refusal_body(path: str, message: str, code: str, anthropic_type: str = "invalid_request_error") -> bytes:
+    """An error in the called API's shape: a JSON-RPC error on `/mcp`, Anthropic's on `/v1/messages`, OpenAI's
+    error object elsewhere."""
     body: dict[str, Any]
     if is_mcp_path(path):
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": message}}
+    elif is_messages_path(path):
+        body = anthropic_error_body(message, anthropic_type)
     else:
         body = error_body(message, "invalid_request_error", code=code)
     return json.dumps(body).encode()
@@ -62,7 +69,7 @@ def refusal_body(path: str, message: str, code: str) -> bytes:
 
 async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
     """Answer an error without reading the request body."""
-    body = refusal_body(scope["path"], message, code)
+    body = refusal_body(scope["path"], message, code, "permission_error" if status == 403 else "invalid_request_error")
     length = str(len(body)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", length), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -26,6 +26,7 @@ from app.engine.request_tools import RequestTools
 from app.engine.sessions import SessionKey, session_of
 from app.errors import GatewayError, RequestRefused
 from app.fronts.base import Call, Front, Limits
+from app.fronts.messages import MessagesFront
 from app.server.auth import identity_of
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
@@ -88,6 +89,26 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         response = JSONResponse(error, status)
     response.headers["x-request-id"] = request_id
     _log_request(gateway, request_id, response.status_code, started, facts, record)
+    return response
+
+
+async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) -> Response:
+    """`POST /v1/messages/count_tokens`: the body read under the same limits, counted by the front."""
+    request_id = request_id_of(request.scope)
+    config = gateway.config
+    call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
+    length = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
+    try:
+        body = await _read_body(request, length.decode("latin-1") if length else None, config.max_request_bytes)
+        if len(body) > OFF_LOOP_BODY_BYTES:
+            response: Response = JSONResponse(await asyncio.to_thread(front.count, body, call))
+        else:
+            response = JSONResponse(front.count(body, call))
+    except GatewayError as exc:
+        response = JSONResponse(front.error(exc), exc.status)
+    except ClientDisconnect:
+        response = Response(status_code=CLIENT_GONE)
+    response.headers["x-request-id"] = request_id
     return response
 
 

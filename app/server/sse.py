@@ -28,6 +28,13 @@ def sse(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
+def error_sse(body: dict[str, Any]) -> str:
+    """An error event after the head: named by the body's `type` when it has one (Anthropic's `error` event),
+    since clients of formats whose events are named ignore unnamed ones."""
+    kind = body.get("type")
+    return (f"event: {kind}\n" if isinstance(kind, str) else "") + sse(body)
+
+
 ErrorAnswer = tuple[int, dict[str, Any]]  # HTTP status and OpenAI error body
 
 
@@ -113,7 +120,7 @@ class EventStreamResponse(Response):
                 if not head_sent:
                     await JSONResponse(body, status, headers=self.extra_headers)(scope, receive, send)
                     return status
-                await write(sse(body), more_body=False)
+                await write(error_sse(body), more_body=False)
             return 200
 
         watcher = watch_disconnect(receive, lambda: stop("gone"))

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+import anthropic
 import httpx
 
 from app.config import parse_config
@@ -96,3 +97,8 @@ async def anthropic_gateway(gateway_factory: GatewayFactory) -> Any:
     targets = {name: load_example(name).mcp for name in ("weather", "finance")}
     client, _ = await gateway_factory(anthropic_config(), targets=targets)
     return client
+
+
+def sdk(client: httpx.AsyncClient, key: str = "unused") -> anthropic.AsyncAnthropic:
+    """The official SDK reaching the gateway in memory, through the test client's ASGI transport."""
+    return anthropic.AsyncAnthropic(base_url="http://gw", api_key=key, http_client=client, max_retries=0)

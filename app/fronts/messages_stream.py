@@ -1,0 +1,165 @@
+"""The loop's events as Anthropic's Messages stream: `message_start`, then content blocks (`content_block_start`,
+`content_block_delta` with `thinking_delta` / `text_delta` / `input_json_delta`, `content_block_stop`), then
+`message_delta` with the stop reason and usage summed over rounds, then `message_stop`; `ping` while waiting.
+
+Each SSE event names its type (`event: ...`), as Anthropic's do. The client's tool calls come at the end, each its
+own `tool_use` block; an error after the stream began is an `error` event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from typing import Any
+
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    Event,
+    Failed,
+    Finished,
+    KeepAlive,
+    ReasoningDelta,
+    RoundStarted,
+)
+from app.engine.model import JsonObject, Native, ToolCall, Usage
+from app.errors import GatewayError
+
+log = logging.getLogger("toolsift.stream")
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+
+
+def event(data: JsonObject) -> str:
+    return f"event: {data['type']}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+PING = event({"type": "ping"})
+
+
+def stop_reason(finish_reason: str) -> str:
+    return STOP_REASONS.get(finish_reason, "end_turn")
+
+
+def usage_json(usage: Usage | None) -> JsonObject:
+    """Usage in Anthropic's terms: cached prompt tokens (as an upstream reported them) apart from the rest."""
+    usage = usage or Usage()
+    details = usage.extra.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    cached = cached if isinstance(cached, int) else 0
+    return {
+        "input_tokens": max(usage.prompt_tokens - cached, 0),
+        "output_tokens": usage.completion_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+    }
+
+
+def thinking_blocks(extra: Native | None) -> list[JsonObject]:
+    """The thinking blocks (with their signatures) of an Anthropic upstream's last turn, untouched."""
+    if extra is None or extra.format != "anthropic":
+        return []
+    return [block for block in extra.value.get("content") or () if block.get("type") in THINKING_BLOCKS]
+
+
+def tool_input(call: ToolCall) -> JsonObject:
+    """The call's arguments as an object; arguments that are not a JSON object (a model's mistake) become `{}`."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class MessagesStream:
+    """Renders events as Anthropic stream events; one block is open at a time, as Anthropic streams them."""
+
+    def __init__(self, model: str) -> None:
+        self.id = f"msg_{uuid.uuid4().hex}"
+        self.model = model
+        self.committed = False  # message_start went out
+        self.index = -1
+        self.open: str | None = None  # the type of the block being streamed
+        self.calls: list[ToolCall] = []
+
+    def render(self, item: Event) -> list[str]:
+        if isinstance(item, RoundStarted):
+            if self.committed:  # a later round's thinking is its own block (each round's is signed apart)
+                return self._close() if self.open == "thinking" else []
+            self.committed = True
+            message: JsonObject = {"id": self.id, "type": "message", "role": "assistant", "model": self.model}
+            message.update(content=[], stop_reason=None, stop_sequence=None, usage=usage_json(None))
+            return [event({"type": "message_start", "message": message})]
+        if isinstance(item, ReasoningDelta):
+            start = self._block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+            return [*start, self._delta({"type": "thinking_delta", "thinking": item.text})]
+        if isinstance(item, ContentDelta):
+            start = self._block("text", {"type": "text", "text": ""})
+            return [*start, self._delta({"type": "text_delta", "text": item.text})]
+        if isinstance(item, ClientToolCall):
+            self.calls.append(item.call)  # sent at the end: the request ends right after its calls
+            return []
+        if isinstance(item, Finished):
+            return self._finish(item)
+        if isinstance(item, KeepAlive):
+            return [PING]
+        return []
+
+    def _finish(self, finished: Finished) -> list[str]:
+        signed = [block for block in thinking_blocks(finished.extra) if block.get("type") == "thinking"]
+        out: list[str] = []
+        if self.open == "thinking" and signed and signed[-1].get("signature"):
+            out.append(self._delta({"type": "signature_delta", "signature": signed[-1]["signature"]}))
+        out += self._close()
+        for call in self.calls:
+            out += self._block("tool_use", {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+            arguments = json.dumps(tool_input(call), ensure_ascii=False)
+            out += [self._delta({"type": "input_json_delta", "partial_json": arguments}), *self._close()]
+        delta = {"stop_reason": stop_reason(finished.finish_reason), "stop_sequence": None}
+        usage = usage_json(finished.usage)
+        out.append(event({"type": "message_delta", "delta": delta, "usage": usage}))
+        return [*out, event({"type": "message_stop"})]
+
+    def _block(self, kind: str, start: JsonObject) -> list[str]:
+        if self.open == kind and kind != "tool_use":
+            return []
+        out = self._close()
+        self.index += 1
+        self.open = kind
+        return [*out, event({"type": "content_block_start", "index": self.index, "content_block": start})]
+
+    def _close(self) -> list[str]:
+        if self.open is None:
+            return []
+        self.open = None
+        return [event({"type": "content_block_stop", "index": self.index})]
+
+    def _delta(self, delta: JsonObject) -> str:
+        return event({"type": "content_block_delta", "index": self.index, "delta": delta})
+
+
+async def messages_sse(
+    events: AsyncGenerator[Event, None], stream: MessagesStream, error: Callable[[GatewayError], dict[str, Any]]
+) -> AsyncGenerator[str, None]:
+    """SSE text for one request. A failure before the upstream answered is raised (it keeps its HTTP status);
+    after that it becomes an `error` event."""
+    try:
+        async with aclosing(events):
+            async for item in events:
+                if isinstance(item, Failed):
+                    if not stream.committed:
+                        raise item.error
+                    yield event(error(item.error))
+                    return
+                for text in stream.render(item):
+                    yield text
+    except Exception:
+        if not stream.committed:
+            raise
+        log.exception("error while streaming")
+        yield event(
+            error(GatewayError(500, "Internal gateway error while streaming; see the gateway log.", "api_error"))
+        )
