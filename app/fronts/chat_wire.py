@@ -6,16 +6,13 @@ so new OpenAI parameters work without a release. Logic lives elsewhere.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
-from app import strict_json
 from app.errors import GatewayError
+from app.fronts.wire import TOOL_NAME_PATTERN, check_counts, invalid_request, load_body
 
-TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 GATEWAY_FIELDS = ("tool_set", "session_id")
 
 
@@ -113,12 +110,7 @@ def parse_chat_request(
 ) -> tuple[ChatCompletionRequest, dict[str, Any]]:
     """Decode and validate a request body; return the model and the raw dict for pass-through."""
     payload = load_body(raw_body)
-    for field_name, limit in (("messages", max_messages), ("tools", max_tools)):
-        value = payload.get(field_name)
-        if isinstance(value, list) and len(value) > limit:
-            raise GatewayError(
-                400, f"Too many {field_name}: {len(value)} (this gateway accepts at most {limit}).", param=field_name
-            )
+    check_counts(payload, max_messages, max_tools)
     try:
         request = ChatCompletionRequest.model_validate(payload)
     except ValidationError as exc:
@@ -131,43 +123,3 @@ def parse_chat_request(
                 param=f"messages[{index}].tool_call_id",
             )
     return request, payload
-
-
-def load_body(raw_body: bytes) -> dict[str, Any]:
-    """A request body as a JSON object (strictly parsed), or a 400 that says what is wrong with it."""
-    try:
-        payload = strict_json.loads(raw_body)
-    except strict_json.JsonProblem as exc:
-        where = f"'{exc.path}'" if exc.path else "the body"
-        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(payload, dict):
-        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
-    return payload
-
-
-def invalid_request(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> GatewayError:
-    """A validation failure as a 400 naming its first problem's parameter (under `prefix`, for a nested part)."""
-    first = exc.errors()[0]
-    param = _param_path((*prefix, *first["loc"]))
-    detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
-    if first["type"] == "missing":
-        detail = "is required"
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param)
-
-
-_UNION_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
-
-
-def _param_path(location: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif "[" in part or part in _UNION_TAGS:
-            continue
-        else:
-            path += f".{part}" if path else part
-    return path or "body"

@@ -6,15 +6,12 @@ for an Anthropic upstream (thinking signatures, `cache_control`, `tool_reference
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
-from app import strict_json
 from app.errors import GatewayError
-from app.fronts.chat_wire import TOOL_NAME_PATTERN, _param_path
+from app.fronts.wire import TOOL_NAME_PATTERN, check_counts, invalid_request, load_body
 
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 
@@ -123,21 +120,8 @@ def parse_messages_request(
 ) -> tuple[MessagesRequest, dict[str, Any]]:
     """Decode and validate a request body; return the model and the raw dict (its blocks kept as sent).
     `count_tokens` requests (`counting`) have no `max_tokens`."""
-    try:
-        payload = strict_json.loads(raw_body)
-    except strict_json.JsonProblem as exc:
-        where = f"'{exc.path}'" if exc.path else "the body"
-        raise GatewayError(400, f"Invalid request: {where} {exc}.", param=exc.path, code="invalid_json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GatewayError(400, f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(payload, dict):
-        raise GatewayError(400, "Request body must be a JSON object.", code="invalid_body")
-    for field_name, limit in (("messages", max_messages), ("tools", max_tools)):
-        value = payload.get(field_name)
-        if isinstance(value, list) and len(value) > limit:
-            raise GatewayError(
-                400, f"Too many {field_name}: {len(value)} (this gateway accepts at most {limit}).", param=field_name
-            )
+    payload = load_body(raw_body)
+    check_counts(payload, max_messages, max_tools)
     for index, tool in enumerate(payload.get("tools") or () if isinstance(payload.get("tools"), list) else ()):
         refusal = _server_tool(index, tool)
         if refusal is not None:
@@ -145,11 +129,5 @@ def parse_messages_request(
     try:
         request = MessagesRequest.model_validate({"max_tokens": 1, **payload} if counting else payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        param = _param_path(first["loc"])
-        detail = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
-        if first["type"] == "missing":
-            detail = "is required"
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise GatewayError(400, f"Invalid request: '{param}' {detail}{more}.", param=param) from None
+        raise invalid_request(exc) from None
     return request, payload

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from app.errors import GatewayError
-from app.fronts.chat_wire import TOOL_NAME_PATTERN, invalid_request, load_body
+from app.fronts.wire import TOOL_NAME_PATTERN, invalid_request, load_body
 
 HOSTED_TOOLS = frozenset(
     {
