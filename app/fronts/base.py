@@ -3,15 +3,20 @@ errors out. The server edge (`app/server/serve.py`) runs the same pipeline for a
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.answer import Answer
-from app.engine.events import Event
+from app.engine.events import DiscoveryStats, Event, Failed, Finished
 from app.engine.model import ChatRequest, JsonObject
 from app.errors import GatewayError
 from app.server.auth import Identity
+
+log = logging.getLogger("toolsift.stream")
+INTERNAL_ERROR = "Internal gateway error while streaming; see the gateway log."
 
 
 @dataclass(frozen=True)
@@ -55,3 +60,45 @@ class Front(Protocol):
     def error(self, error: GatewayError) -> JsonObject:
         """An error's response body in this wire format."""
         ...
+
+
+class StreamRenderer(Protocol):
+    """One front's stream writer: each event as that front's SSE text."""
+
+    committed: bool  # the upstream answered and the head went out: failures are events from then on
+
+    def render(self, event: Event) -> list[str]: ...
+
+    def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
+        """The events that end a stream that failed after it was committed."""
+        ...
+
+
+async def render_stream(
+    events: AsyncGenerator[Event, None],
+    renderer: StreamRenderer,
+    on_finished: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncGenerator[str, None]:
+    """SSE text for one request, for every front. A failure before the upstream answered is raised (it keeps its
+    HTTP status); after that it becomes the front's error events, a gateway bug included. `on_finished` runs
+    before the last events go out (a stored response can be continued as soon as the client has it)."""
+    try:
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, Failed):
+                    if not renderer.committed:
+                        raise event.error
+                    for text in renderer.failure(event.error, event.discovery):
+                        yield text
+                    return
+                texts = renderer.render(event)
+                if on_finished is not None and isinstance(event, Finished):
+                    await on_finished()
+                for text in texts:
+                    yield text
+    except Exception:
+        if not renderer.committed:
+            raise
+        log.exception("error while streaming")
+        for text in renderer.failure(GatewayError(500, INTERNAL_ERROR, "server_error"), None):
+            yield text

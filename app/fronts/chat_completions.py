@@ -13,15 +13,14 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Any
 
 from app.engine.answer import Answer
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
+    DiscoveryStats,
     Event,
-    Failed,
     Finished,
     KeepAlive,
     ReasoningDelta,
@@ -40,8 +39,8 @@ from app.engine.model import (
     ToolSpec,
     Usage,
 )
-from app.errors import GatewayError, error_body
-from app.fronts.base import Call
+from app.errors import GatewayError
+from app.fronts.base import Call, render_stream
 from app.fronts.chat_wire import ChatCompletionRequest, parse_chat_request
 from app.server.sse import KEEPALIVE, sse
 
@@ -201,6 +200,9 @@ class ChatStream:
             return [KEEPALIVE]
         return []
 
+    def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
+        return [sse(error.body())]
+
     def _start(self, content: str | None) -> list[str]:
         if self.started:
             return []
@@ -220,26 +222,6 @@ class ChatStream:
         return envelope
 
 
-async def chat_sse(events: AsyncGenerator[Event, None], stream: ChatStream) -> AsyncGenerator[str, None]:
-    """SSE text for one request. A failure before the upstream answered is raised (it keeps its HTTP status);
-    after that it becomes an error event."""
-    try:
-        async with aclosing(events):
-            async for event in events:
-                if isinstance(event, Failed):
-                    if not stream.committed:
-                        raise event.error
-                    yield sse(event.error.body())
-                    return
-                for text in stream.render(event):
-                    yield text
-    except Exception:
-        if not stream.committed:
-            raise
-        log.exception("error while streaming")
-        yield sse(error_body("Internal gateway error while streaming; see the gateway log.", "server_error"))
-
-
 class ChatCompletionsFront:
     """`POST /v1/chat/completions`."""
 
@@ -256,7 +238,7 @@ class ChatCompletionsFront:
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         include_usage = call.request is not None and call.request.options.include_usage
-        return chat_sse(events, ChatStream(call.model, include_usage))
+        return render_stream(events, ChatStream(call.model, include_usage))
 
     def error(self, error: GatewayError) -> JsonObject:
         return error.body()

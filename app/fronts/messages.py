@@ -19,11 +19,10 @@ from app.engine.answer import Answer
 from app.engine.events import Event
 from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Native, Options, Part, ToolCall, ToolSpec
 from app.errors import GatewayError, anthropic_error_body
-from app.fronts.base import Call
+from app.fronts.base import Call, render_stream
 from app.fronts.messages_stream import (
     PING,
     MessagesStream,
-    messages_sse,
     stop_reason,
     thinking_blocks,
     tool_input,
@@ -225,7 +224,7 @@ class MessagesFront:
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         model = call.request.model if call.request is not None else call.model
-        return messages_sse(events, MessagesStream(model), self.error)
+        return render_stream(events, MessagesStream(model, self.error))
 
     def error(self, error: GatewayError) -> JsonObject:
         return anthropic_error_body(error.message, error_type(error))

@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
-from typing import Any
+from collections.abc import Callable
 
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
+    DiscoveryStats,
     Event,
-    Failed,
     Finished,
     KeepAlive,
     ReasoningDelta,
@@ -77,7 +75,8 @@ def tool_input(call: ToolCall) -> JsonObject:
 class MessagesStream:
     """Renders events as Anthropic stream events; one block is open at a time, as Anthropic streams them."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, error: Callable[[GatewayError], JsonObject]) -> None:
+        self.error = error  # an error's body in Anthropic's shape
         self.id = f"msg_{uuid.uuid4().hex}"
         self.model = model
         self.committed = False  # message_start went out
@@ -107,6 +106,9 @@ class MessagesStream:
         if isinstance(item, KeepAlive):
             return [PING]
         return []
+
+    def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
+        return [event(self.error(error))]
 
     def _finish(self, finished: Finished) -> list[str]:
         signed = [block for block in thinking_blocks(finished.extra) if block.get("type") == "thinking"]
@@ -139,27 +141,3 @@ class MessagesStream:
 
     def _delta(self, delta: JsonObject) -> str:
         return event({"type": "content_block_delta", "index": self.index, "delta": delta})
-
-
-async def messages_sse(
-    events: AsyncGenerator[Event, None], stream: MessagesStream, error: Callable[[GatewayError], dict[str, Any]]
-) -> AsyncGenerator[str, None]:
-    """SSE text for one request. A failure before the upstream answered is raised (it keeps its HTTP status);
-    after that it becomes an `error` event."""
-    try:
-        async with aclosing(events):
-            async for item in events:
-                if isinstance(item, Failed):
-                    if not stream.committed:
-                        raise item.error
-                    yield event(error(item.error))
-                    return
-                for text in stream.render(item):
-                    yield text
-    except Exception:
-        if not stream.committed:
-            raise
-        log.exception("error while streaming")
-        yield event(
-            error(GatewayError(500, "Internal gateway error while streaming; see the gateway log.", "api_error"))
-        )

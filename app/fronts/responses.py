@@ -13,24 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Any
 
 from app.engine.answer import Answer
 from app.engine.events import (
-    ClientToolCall,
-    ContentDelta,
     Event,
-    Failed,
-    Finished,
-    KeepAlive,
-    ReasoningDelta,
-    RoundStarted,
 )
 from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
 from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
 from app.errors import GatewayError
-from app.fronts.base import Call
+from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import (
     ResponseCall,
     function_call_item,
@@ -159,40 +151,12 @@ class ResponsesFront:
             await self.store.save(call.identity, stored, state.size)
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
-        return self._sse(events, call, ResponsesStream(_state(call), call.model))
+        stream = ResponsesStream(_state(call), call.model)
 
-    async def _sse(
-        self, events: AsyncGenerator[Event, None], call: Call, stream: ResponsesStream
-    ) -> AsyncGenerator[str, None]:
-        """A failure before the upstream answered is raised (it keeps its HTTP status); after that it becomes an
-        `error` event and `response.failed`."""
-        try:
-            async with aclosing(events):
-                async for event in events:
-                    if isinstance(event, Failed):
-                        if not stream.committed:
-                            raise event.error
-                        for text in stream.failed(event.error, event.discovery):
-                            yield text
-                        return
-                    if isinstance(event, KeepAlive):
-                        yield KEEPALIVE
-                        continue
-                    if isinstance(event, RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall):
-                        for text in stream.render(event):
-                            yield text
-                    elif isinstance(event, Finished):
-                        texts, body = stream.finished(event)
-                        await self.keep(call, body)
-                        for text in texts:
-                            yield text
-        except Exception:
-            if not stream.committed:
-                raise
-            log.exception("error while streaming")
-            error = GatewayError(500, "Internal gateway error while streaming; see the gateway log.", "server_error")
-            for text in stream.failed(error, None):
-                yield text
+        async def store() -> None:
+            await self.keep(call, stream.final)
+
+        return render_stream(events, stream, store)
 
     def error(self, error: GatewayError) -> JsonObject:
         return error.body()

@@ -12,7 +12,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from app.engine.events import ClientToolCall, ContentDelta, DiscoveryStats, Finished, ReasoningDelta, RoundStarted
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    DiscoveryStats,
+    Event,
+    Finished,
+    KeepAlive,
+    ReasoningDelta,
+    RoundStarted,
+)
 from app.engine.model import JsonObject
 from app.errors import GatewayError
 from app.fronts.responses_items import (
@@ -24,6 +33,7 @@ from app.fronts.responses_items import (
     reasoning_item,
     response_json,
 )
+from app.server.sse import KEEPALIVE
 
 
 @dataclass
@@ -42,8 +52,16 @@ class ResponsesStream:
         self.committed = False  # response.created went out
         self.output: list[JsonObject] = []
         self.open: _Open | None = None
+        self.final: JsonObject = {}  # the completed response, to store
 
-    def render(self, event: RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall) -> list[str]:
+    def render(self, event: Event) -> list[str]:
+        if isinstance(event, Finished):
+            texts, self.final = self._finished(event)
+            return texts
+        if isinstance(event, KeepAlive):
+            return [KEEPALIVE]
+        if not isinstance(event, RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall):
+            return []
         if isinstance(event, RoundStarted):
             if self.committed:
                 return []
@@ -76,7 +94,7 @@ class ResponsesStream:
             self._event("response.output_item.done", output_index=index, item=item),
         ]
 
-    def finished(self, event: Finished) -> tuple[list[str], JsonObject]:
+    def _finished(self, event: Finished) -> tuple[list[str], JsonObject]:
         """The closing events and the final response (to store)."""
         out = self._close()
         body = response_json(
@@ -86,7 +104,7 @@ class ResponsesStream:
         kind = "response.completed" if body["status"] == "completed" else "response.incomplete"
         return [*out, self._event(kind, response=body)], body
 
-    def failed(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
+    def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
         out = self._close()
         body = response_json(self.state, self.model, self.output, "failed", None, discovery, error=error)
         code = error.code or error.type
