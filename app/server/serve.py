@@ -11,8 +11,8 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -34,6 +34,7 @@ from app.server.observability import REQUEST_ID, log_fields
 from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 
 log = logging.getLogger("toolsift.http")
+Parsed = TypeVar("Parsed")
 OFF_LOOP_BODY_BYTES = 256 * 1024
 _PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
 
@@ -49,11 +50,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     facts: dict[str, Any] = {"model": None, "provider": None}
     record = RequestRecord()
     try:
-        body = await _read_body(request, headers.get("content-length"), config.max_request_bytes)
-        if len(body) > OFF_LOOP_BODY_BYTES:  # decoding and validating a large body takes milliseconds
-            chat = await asyncio.to_thread(front.parse, body, call)
-        else:
-            chat = front.parse(body, call)
+        chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
         chat = call.request = await front.prepare(chat, call)
         facts["model"] = chat.model
         client_key = _client_upstream_key(headers, gateway)
@@ -99,17 +96,27 @@ async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) 
     call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
     length = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
     try:
-        body = await _read_body(request, length.decode("latin-1") if length else None, config.max_request_bytes)
-        if len(body) > OFF_LOOP_BODY_BYTES:
-            response: Response = JSONResponse(await asyncio.to_thread(front.count, body, call))
-        else:
-            response = JSONResponse(front.count(body, call))
+        declared = length.decode("latin-1") if length else None
+        response: Response = JSONResponse(
+            await _read_parsed(request, declared, config.max_request_bytes, front.count, call)
+        )
     except GatewayError as exc:
         response = JSONResponse(front.error(exc), exc.status)
     except ClientDisconnect:
         response = Response(status_code=CLIENT_GONE)
     response.headers["x-request-id"] = request_id
     return response
+
+
+async def _read_parsed(
+    request: Request, declared: str | None, limit: int, parse: Callable[[bytes, Call], Parsed], call: Call
+) -> Parsed:
+    """The body, read under the size limit and parsed by the front; a large one is decoded and validated in a
+    worker thread (milliseconds of CPU that would otherwise hold the event loop)."""
+    body = await _read_body(request, declared, limit)
+    if len(body) > OFF_LOOP_BODY_BYTES:
+        return await asyncio.to_thread(parse, body, call)
+    return parse(body, call)
 
 
 def _deadline_error(gateway: Gateway) -> GatewayError:
