@@ -19,7 +19,6 @@ from app.engine.loop import ChatLoop
 from app.engine.model import ChatRequest, Message, Options, Usage
 from app.engine.record import RequestRecord
 from app.engine.request_tools import DiscoveryCache, tools_for
-from app.engine.turn import Turn
 from app.errors import GatewayError, RequestRefused
 from app.mcp.client.connections import McpManager
 from app.providers import Router
@@ -93,7 +92,7 @@ class TaskRunner:
         self, task: str, tool_set: str | None, on_event: Callable[[Event], Awaitable[None]] | None = None
     ) -> TaskReport:
         record = RequestRecord()
-        answer = Turn()  # the answer's text, collected as it comes
+        answer: list[str] = []  # the answer's text, collected as it comes
         report = TaskReport("", "error", 0, None)
         try:
             async with asyncio.timeout(self.settings.deadline_seconds):
@@ -102,7 +101,7 @@ class TaskRunner:
             report.error = f"stopped at the run_task deadline of {self.settings.deadline_seconds:g} s"
         except (GatewayError, RequestRefused) as exc:
             report.error = exc.message
-        report.answer = "".join(answer.content)
+        report.answer = "".join(answer)
         report.rounds, report.usage = record.rounds, record.usage
         report.calls, report.searches = record.mcp_calls, record.searches
         return report
@@ -112,7 +111,7 @@ class TaskRunner:
         task: str,
         tool_set: str | None,
         record: RequestRecord,
-        answer: Turn,
+        answer: list[str],
         report: TaskReport,
         on_event: Callable[[Event], Awaitable[None]] | None,
     ) -> None:
@@ -131,7 +130,7 @@ class TaskRunner:
             elif isinstance(event, Failed):
                 report.error = event.error.message
             elif isinstance(event, ContentDelta):
-                answer.content.append(event.text)
+                answer.append(event.text)
             if on_event is not None:
                 await on_event(event)
 
