@@ -44,11 +44,13 @@ class ToolEntry:
     destructive: bool = False  # the server annotated it `destructiveHint: true`
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
+    spec: ToolSpec = field(init=False, compare=False, repr=False)  # the definition as the engine sends it upstream
 
-    @property
-    def spec(self) -> ToolSpec:
-        """The definition as the engine sends it upstream."""
-        return ToolSpec(self.name, self.description, self.parameters, self.definition or None)
+    def __post_init__(self) -> None:
+        # Made once: every round of every request sends each loaded tool's spec.
+        object.__setattr__(
+            self, "spec", ToolSpec(self.name, self.description, self.parameters, self.definition or None)
+        )
 
     @property
     def source(self) -> Literal["mcp", "client"]:
