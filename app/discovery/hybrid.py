@@ -1,18 +1,25 @@
 """Keyword and semantic scores fused into one ranking, per query.
 
-score = (1 - w) * lexical / best lexical + w * cosine, where w depends on the query's length: short keyword-like
-queries ("storm warnings", "mkdir") lean on meaning, long task descriptions on words (see SearchParams). Scores of
-every part of a merged index are fused together, so a request's own tools and the shared catalog compare fairly;
-a part without vectors (a client's own tools are not embedded) counts the median similarity of the others, so
-its tools rank by their keywords. With no keyword match at all, the nearest tools by meaning are still offered,
-marked weak.
+score = (1 - w) * lexical / max(best lexical, c * best possible) + w * cosine, where w depends on the query's
+length: short keyword-like queries ("storm warnings", "mkdir") lean on meaning, long task descriptions on words
+(see SearchParams). Dividing by the best possible lexical score as well keeps a short query whose words barely
+match anything (a "for" or "my" shared with some tool) from handing its full keyword share to that accident.
+
+A task of several sentences usually needs a tool per sentence, and one vector for the whole text averages them
+away: each sentence is then also ranked on its own, and a tool's best sentence adds to its whole-text score.
+Tools of the server whose tools mean most like the query are lifted a little, as the keyword index lifts the
+server whose words match. Scores of every part of a merged index are fused together, so a request's own tools
+and the shared catalog compare fairly; a part without vectors (a client's own tools are not embedded) counts
+the median similarity of the others, so its tools rank by their keywords. With no keyword match at all, the
+nearest tools by meaning are still offered, marked weak.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +29,42 @@ from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
     from app.discovery.index import ToolIndex
+
+Scores = np.ndarray[Any, np.dtype[np.float64]]
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a task of several (each of two words or more), or [] for a single one."""
+    found = [part.strip() for part in _SENTENCE_END.split(text) if len(part.split()) >= 2]
+    return found if len(found) >= 2 else []
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A query's vector, and one per sentence when it has several (computed together, in one batch)."""
+
+    whole: Array
+    sentences: tuple[tuple[str, Array], ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerMeans:
+    """Per part of an index: each tool's server number, and each server's mean tool vector (unit length)."""
+
+    server_of: np.ndarray[Any, np.dtype[np.int64]]
+    centroids: Array
+
+
+def server_means(entries: Sequence[ToolEntry], matrix: Array) -> ServerMeans:
+    numbers: dict[str | None, int] = {}
+    server_of = np.array([numbers.setdefault(entry.server, len(numbers)) for entry in entries], dtype=np.int64)
+    sums = np.zeros((len(numbers), matrix.shape[1] if matrix.ndim == 2 else 1), dtype=np.float64)
+    if len(entries):
+        np.add.at(sums, server_of, matrix)
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return ServerMeans(server_of, (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -36,12 +79,46 @@ class Scored:
 def hybrid_rank(
     parts: Sequence[ToolIndex],
     matrices: Sequence[Array | None],
+    means: Sequence[ServerMeans | None],
     text: str,
     required: Sequence[str],
-    vector: Array,
+    vectors: QueryVectors,
     params: SearchParams,
 ) -> Iterator[Scored]:
-    lexical = np.concatenate([part.scores(text, required) for part in parts])
+    lexical = _lexical(parts, text, required)
+    dense, measured = _dense(parts, matrices, vectors.whole)
+    entries = [entry for part in parts for entry in part.entries]
+    weak = float(lexical.max(initial=0.0)) <= 0.0
+    if weak:
+        if required:
+            return
+        fused = np.where(measured & (dense >= params.weak_match_floor), dense, -np.inf)
+    else:
+        fused = _fuse(parts, lexical, dense, text, params)
+        if vectors.sentences and params.sentence_weight > 0:
+            best = np.max(
+                [
+                    _fuse(parts, _lexical(parts, sentence, ()), _dense(parts, matrices, vector)[0], sentence, params)
+                    for sentence, vector in vectors.sentences
+                ],
+                axis=0,
+            )
+            fused = (1 - params.sentence_weight) * fused + params.sentence_weight * best
+        fused = fused + _server_lift(parts, means, vectors.whole, params)
+        if required:
+            fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
+    candidates = np.flatnonzero(np.isfinite(fused))
+    for position in candidates[np.argsort(-fused[candidates], kind="stable")]:
+        similarity = float(dense[position]) if measured[position] else None
+        yield Scored(entries[position], float(fused[position]), float(lexical[position]), similarity, weak)
+
+
+def _lexical(parts: Sequence[ToolIndex], text: str, required: Sequence[str]) -> Scores:
+    return np.concatenate([part.scores(text, required) for part in parts]).astype(np.float64)
+
+
+def _dense(parts: Sequence[ToolIndex], matrices: Sequence[Array | None], vector: Array) -> tuple[Scores, Mask]:
+    """Cosine per tool, and which tools have a vector (the others get the median, so keywords decide)."""
     dense = np.concatenate(
         [
             matrix @ vector if matrix is not None else np.full(len(part.entries), np.nan)
@@ -50,19 +127,40 @@ def hybrid_rank(
     ).astype(np.float64)
     measured = ~np.isnan(dense)
     dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
-    entries = [entry for part in parts for entry in part.entries]
-    best = float(lexical.max(initial=0.0))
-    weak = best <= 0.0
-    if weak:
-        if required:
-            return
-        fused = np.where(measured & (dense >= params.weak_match_floor), dense, -np.inf)
-    else:
-        weight = params.semantic_weight(len(text.split()))
-        fused = (1 - weight) * lexical / best + weight * dense
-        if required:
-            fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
-    candidates = np.flatnonzero(np.isfinite(fused))
-    for position in candidates[np.argsort(-fused[candidates], kind="stable")]:
-        similarity = float(dense[position]) if measured[position] else None
-        yield Scored(entries[position], float(fused[position]), float(lexical[position]), similarity, weak)
+    return dense, measured
+
+
+def _fuse(parts: Sequence[ToolIndex], lexical: Scores, dense: Scores, text: str, params: SearchParams) -> Scores:
+    """One text's fused scores, scaled so that its best tool scores 1."""
+    words = len(text.split())
+    weight = params.semantic_weight(words)
+    scale = float(lexical.max(initial=0.0))
+    confidence = params.lexical_confidence * params.shortness(words)
+    if confidence > 0:
+        scale = max(scale, confidence * max(part.best_possible(text) for part in parts))
+    fused = (1 - weight) * lexical / (scale or 1.0) + weight * dense
+    peak = float(fused.max(initial=0.0))
+    return fused / peak if peak > 0 else fused
+
+
+def _server_lift(
+    parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], vector: Array, params: SearchParams
+) -> Scores:
+    """`server_meaning_lift` per standard deviation that a tool's server is nearer the query than the average
+    server; nothing with fewer than three servers, where such a spread says nothing."""
+    lift = np.zeros(sum(len(part.entries) for part in parts))
+    known = [found for found in means if found is not None]
+    if params.server_meaning_lift <= 0 or sum(len(found.centroids) for found in known) < 3:
+        return lift
+    similarity = np.concatenate([found.centroids @ vector for found in known]).astype(np.float64)
+    spread = float(similarity.std())
+    if spread <= 0:
+        return lift
+    above = np.maximum((similarity - similarity.mean()) / spread, 0.0)
+    start = offset = 0
+    for part, found in zip(parts, means, strict=True):
+        if found is not None:
+            lift[start : start + len(part.entries)] = params.server_meaning_lift * above[offset + found.server_of]
+            offset += len(found.centroids)
+        start += len(part.entries)
+    return lift

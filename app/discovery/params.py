@@ -44,15 +44,25 @@ class SearchParams:
     semantic_weight_long: float = 0.2
     short_query_words: int = 6
     long_query_words: int = 20
+    # A short query's keyword scores are divided by at least this share of the best possible score, so that a
+    # query whose words barely match any tool keeps little of its keyword share (scaled down to 0 for long ones).
+    lexical_confidence: float = 0.4
+    # A task of several sentences: the share of a tool's score that comes from its best-matching sentence alone.
+    sentence_weight: float = 0.3
+    # Added per standard deviation that a tool's server (its tools' mean vector) is nearer the query than average.
+    server_meaning_lift: float = 0.01
     weak_match_floor: float = 0.2  # with no lexical match, tools below this cosine are not offered at all
-    candidates: int = 200  # tools considered per side (lexical, semantic) before fusion
+
+    def shortness(self, words: int) -> float:
+        """1 up to short_query_words words, 0 from long_query_words, linear in between."""
+        if words <= self.short_query_words:
+            return 1.0
+        if words >= self.long_query_words:
+            return 0.0
+        return (self.long_query_words - words) / (self.long_query_words - self.short_query_words)
 
     def semantic_weight(self, words: int) -> float:
-        if words <= self.short_query_words:
-            return self.semantic_weight_short
-        if words >= self.long_query_words:
-            return self.semantic_weight_long
-        share = (self.long_query_words - words) / (self.long_query_words - self.short_query_words)
+        share = self.shortness(words)
         return self.semantic_weight_long + (self.semantic_weight_short - self.semantic_weight_long) * share
 
 

@@ -353,11 +353,12 @@ async def prepare_query(discovery: Discovery | None, query: Any) -> None:
 
 def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterator[Scored]:
     semantic, parts = discovery.semantic, discovery.index.parts
-    vector = semantic.query_vector(text) if semantic is not None else None
-    if semantic is not None and vector is not None:
+    vectors = semantic.query_vectors(text) if semantic is not None else None
+    if semantic is not None and vectors is not None:
         matrices = [semantic.matrix(part) for part in parts]
         if any(matrix is not None for matrix in matrices):
-            return hybrid_rank(parts, matrices, text, required, vector, parts[0].params)
+            means = [semantic.means(part) for part in parts]
+            return hybrid_rank(parts, matrices, means, text, required, vectors, semantic.params)
     return (Scored(entry, score, score) for entry, score in discovery.index.rank(text, required))
 
 

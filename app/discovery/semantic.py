@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -29,8 +30,9 @@ from app.discovery.embeddings import (
     text_key,
 )
 from app.discovery.encoder import Array, ModelLoadError
+from app.discovery.hybrid import QueryVectors, ServerMeans, sentences, server_means
 from app.discovery.models import find_model, toolsift_home
-from app.discovery.params import MAX_QUERY_CHARS
+from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
@@ -41,6 +43,21 @@ log = logging.getLogger("toolsift.semantic")
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
 QUERY_CACHE_SIZE = 1024
 State = Literal["off", "loading", "ready", "unavailable"]
+
+
+def fusion_params(settings: SemanticConfig) -> SearchParams:
+    """The measured defaults with the config's fusion knobs applied."""
+    return replace(
+        DEFAULT_PARAMS,
+        semantic_weight_short=settings.weight_short,
+        semantic_weight_long=settings.weight_long,
+        short_query_words=settings.short_query_words,
+        long_query_words=settings.long_query_words,
+        weak_match_floor=settings.weak_match_floor,
+        lexical_confidence=settings.lexical_confidence,
+        sentence_weight=settings.sentence_weight,
+        server_meaning_lift=settings.server_meaning_lift,
+    )
 
 
 def tool_text(entry: ToolEntry) -> str:
@@ -62,8 +79,10 @@ class SemanticSearch:
         self.cache: VectorCache | None = None
         self.encoder_calls = 0  # tool texts sent to the backend (queries not counted), for tests and benches
         self._lock = threading.Lock()
-        self._queries: OrderedDict[str, Array] = OrderedDict()
+        self.params = fusion_params(settings)
+        self._queries: OrderedDict[str, QueryVectors] = OrderedDict()
         self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
+        self._means: weakref.WeakKeyDictionary[ToolIndex, ServerMeans] = weakref.WeakKeyDictionary()
         self._keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
         self._pending: dict[str, str] = {}
         self._worker: asyncio.Task[None] | None = None
@@ -213,24 +232,40 @@ class SemanticSearch:
         if not all(key in vectors for key in keys):
             return None
         matrix = np.stack([vectors[key] for key in keys]) if keys else np.zeros((0, 1), dtype=np.float32)
+        self._means[index] = server_means(index.entries, matrix)
         self._matrices[index] = matrix
         return matrix
 
+    def means(self, index: ToolIndex) -> ServerMeans | None:
+        """The index's servers' mean tool vectors, once its matrix is complete."""
+        return self._means.get(index) if self.matrix(index) is not None else None
+
     # -- query vectors ----------------------------------------------------------------------------------
-    def query_vector(self, text: str) -> Array | None:
-        vector = self._queries.get(text[:MAX_QUERY_CHARS])
-        if vector is not None:
+    def query_vectors(self, text: str) -> QueryVectors | None:
+        found = self._queries.get(text[:MAX_QUERY_CHARS])
+        if found is not None:
             self._queries.move_to_end(text[:MAX_QUERY_CHARS])
-        return vector
+        return found
+
+    def query_vector(self, text: str) -> Array | None:
+        found = self.query_vectors(text)
+        return found.whole if found is not None else None
 
     def prepare_now(self, text: str) -> None:
-        """Compute `text`'s query vector unless cached (blocking; call through `prepare` on the event loop)."""
+        """Compute `text`'s vectors (the whole and, for a task of several sentences, each sentence's: a batch of
+        their own, so short sentences are not padded to the whole's length) unless cached (blocking; call through
+        `prepare` on the event loop)."""
         text = text[:MAX_QUERY_CHARS]
         if self.backend is None or not text.strip() or text in self._queries:
             return
-        vector = self.backend.embed_queries([text])[0]
+        parts = sentences(text) if self.params.sentence_weight > 0 else []
+        whole = self.backend.embed_queries([text])
+        each = self.backend.embed_queries(parts) if parts else whole[:0]
+        if whole.shape[0] != 1 or each.shape[0] != len(parts):
+            raise EmbeddingError(f"{whole.shape[0] + each.shape[0]} vectors for {len(parts) + 1} texts")
+        found = QueryVectors(whole[0], tuple(zip(parts, each, strict=True)))
         with self._lock:
-            self._queries[text] = vector
+            self._queries[text] = found
             while len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
 
