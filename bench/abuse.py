@@ -6,7 +6,7 @@ timeouts 2 s / 3 s) in its own process, with a scripted upstream in this process
 request's model name. Another process polls `/healthz` every 20 ms. One row per probe; the exit status is
 non-zero if any row fails.
 
-    python bench/abuse.py [--only WORD]
+    python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import demo_config, free_port, start_gateway, wait_until_up
+from common import add_record_options, demo_config, free_port, machine, record, start_gateway, wait_until_up
 
 SECRET = "sk-abuse-bench-7f3c9e1d5b"  # the upstream key: no answer may contain it
 URL_SECRET = "urltoken-abuse-4e8a2c"  # a credential inside a provider's base_url
@@ -484,15 +483,33 @@ def print_table(rows: list[list[str]]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
-def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line), "")
-    return f"{model or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+def machine_line() -> str:
+    host = machine()
+    return f"{host['cpu']}, {host['logical_cores']} cores, Python {host['python']}"
+
+
+def row_record(row: list[str]) -> dict[str, Any]:
+    """A printed row as numbers: a slow /healthz that was run again shows both tries."""
+    healthz = [int(value) for value in row[3].split(", again ")]
+    before, after = (int(value) for value in row[4].split(" -> "))
+    tries = {"healthz_first_try_ms": healthz[0]} if len(healthz) > 1 else {}
+    return {
+        "probe": row[0],
+        "status": row[1],
+        "time_s": float(row[2]),
+        "healthz_ms": healthz[-1],
+        **tries,
+        "rss_before_mb": before,
+        "rss_after_mb": after,
+        "ok": row[5] == "ok",
+        "verdict": row[5],
+    }
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="run only the probes whose name contains this")
+    add_record_options(parser, "abuse")
     args = parser.parse_args()
     upstream, upstream_port, port = Upstream(), free_port(), free_port()
     server = uvicorn.Server(uvicorn.Config(upstream, port=upstream_port, log_level="warning", lifespan="off"))
@@ -519,12 +536,25 @@ async def main() -> int:
         gateway.wait(15)
         server.should_exit = True
         await serving
-    print(f"toolsift under abuse: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
+    load_average = os.getloadavg()[0]
+    print(f"toolsift under abuse: {machine_line()}, load average {load_average:.1f} at the end")
     print(f"each row: its status, within its time bound, /healthz <= {HEALTHZ_MS:g} ms, memory +{MEMORY_MB:g} MB")
     print(f"(+{BIG_MEMORY_MB:g} MB for 16-20 MB payloads), tool results <= {RESULT_CHARS:,} chars, no secret seen\n")
     print_table(rows)
     failed = sum(row[-1] != "ok" for row in rows)
     print(f"\n{len(rows) - failed}/{len(rows)} ok; gateway RSS {start_rss:.0f} -> {end_rss:.0f} MB; log: {log_path}")
+    if not args.no_record:
+        results = {
+            "bounds": {"healthz_ms": HEALTHZ_MS, "memory_mb": MEMORY_MB, "big_memory_mb": BIG_MEMORY_MB,
+                       "result_chars": RESULT_CHARS},
+            "probes": [row_record(row) for row in rows],
+            "ok": len(rows) - failed,
+            "total": len(rows),
+            "gateway_rss_start_mb": start_rss,
+            "gateway_rss_end_mb": end_rss,
+            "load_average_at_end": load_average,
+        }  # fmt: skip
+        record(args.out or "abuse", results, load_generator="python httpx (asyncio); /healthz polled by http.client")
     return 1 if failed else 0
 
 

@@ -1,8 +1,15 @@
-"""What the benches share: free ports, starting `toolsift serve` on a config, waiting for it, percentiles."""
+"""What the benches share: free ports, starting `toolsift serve` on a config, waiting for it, percentiles, the
+data files they read and the JSON record each run leaves in bench/results."""
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
+import math
+import os
+import platform
+import shlex
 import socket
 import subprocess
 import sys
@@ -14,6 +21,116 @@ from typing import IO, Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results"
+RESULTS_ENV = "TOOLSIFT_BENCH_RESULTS"  # another directory for the records (tests)
+
+
+def require_data(path: Path) -> Path:
+    """`path`, or exit 2 naming it: a bench measures the data it was asked for, never a stand-in."""
+    if not path.is_file():
+        print(
+            f"error: no data file at {path}; the benches' data ships in the repository's bench/data "
+            "(see bench/data/README.md), or pass --data FILE",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return path
+
+
+def add_record_options(parser: argparse.ArgumentParser, name: str) -> None:
+    """--no-record and --out NAME, the same on every bench."""
+    parser.add_argument("--no-record", action="store_true", help=f"do not write bench/results/{name}.json")
+    parser.add_argument("--out", metavar="NAME", help=f"record as bench/results/NAME.json (default: {name})")
+
+
+def record(
+    name: str,
+    results: dict[str, Any],
+    *,
+    load_generator: str | None = None,
+    argv: list[str] | None = None,
+    results_dir: Path | None = None,
+) -> Path:
+    """Write `<results_dir>/<name>.json`: the run's numbers with what is needed to reproduce and judge them (the
+    machine, the commit, the command, the load generator), so a published figure points at one recorded run."""
+    directory = results_dir or Path(os.environ.get(RESULTS_ENV) or RESULTS)
+    commit, dirty = git_state()
+    document = {
+        "bench": name,
+        "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "git_commit": commit,
+        "dirty": dirty,
+        "command": command_line(sys.argv if argv is None else argv),
+        "machine": machine(),
+        "load_generator": load_generator,
+        "results": _plain(results),
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    print(f"recorded: {shown}", file=sys.stderr)
+    return path
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """(HEAD's short hash, whether tracked files differ from it), or (None, None) without git or a repository.
+    The records themselves (bench/results) do not count as changes: one bench's record must not mark the next."""
+    try:
+        head = _git("rev-parse", "--short", "HEAD")
+        changes = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head, bool(changes)
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=10)
+    return done.stdout.strip()
+
+
+def command_line(argv: list[str]) -> str:
+    """The command as run from the repository's root, e.g. `python bench/overhead.py --requests 300`."""
+    script = Path(argv[0]) if argv else Path("?")
+    resolved = script.resolve()
+    shown = resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else script.name
+    return shlex.join(["python", shown, *argv[1:]])
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, logical cores, memory, OS and Python: enough to tell whether two records are comparable."""
+    cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine()
+    memory_kb = _proc_field("/proc/meminfo", "MemTotal")
+    memory = round(int(memory_kb.split()[0]) / 1024**2, 1) if memory_kb else None
+    return {
+        "cpu": cpu or None,
+        "logical_cores": os.cpu_count(),
+        "memory_gib": memory,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def _proc_field(path: str, key: str) -> str | None:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() == key), None)
+
+
+def _plain(value: Any) -> Any:
+    """Plain JSON: floats to 6 significant digits (stable, readable), non-finite floats as null, tuples as lists."""
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return value
+    if isinstance(value, float):
+        return float(f"{value:.6g}") if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    raise TypeError(f"not plain JSON: {type(value).__name__}")
 
 
 def free_port() -> int:

@@ -4,7 +4,7 @@ Starts the fake upstream and `toolsift serve` on the demo config (stdio MCP serv
 loopback, runs `--clients` concurrent conversations for `--seconds`, streaming or not, and reports throughput,
 latency percentiles, errors and the gateway's peak RSS (sampled from /proc). Ends by itself.
 
-    python bench/load.py [--clients 200] [--seconds 60] [--stream]
+    python bench/load.py [--clients 200] [--seconds 60] [--stream] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -24,7 +24,15 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import demo_config, free_port, percentile, start_gateway, wait_until_up  # noqa: E402
+from common import (  # noqa: E402
+    add_record_options,
+    demo_config,
+    free_port,
+    percentile,
+    record,
+    start_gateway,
+    wait_until_up,
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -108,6 +116,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--stream", action="store_true")
+    add_record_options(parser, "load")
     args = parser.parse_args()
     if args.clients > 1000 or args.seconds > 600:
         raise SystemExit("bounded: at most 1000 clients and 600 s")
@@ -143,6 +152,23 @@ def main() -> None:
         print(f"  error x{count}: {reason}")
     print(f"\ngateway log: {log.name}")
     print("RSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
+    if not args.no_record:
+        results = {
+            "clients": args.clients,
+            "seconds": args.seconds,
+            "stream": args.stream,
+            "upstream_rounds_per_conversation": 3,
+            "conversations": r["conversations"],
+            "errors": r["errors"],
+            "conversations_per_s": r["per_s"],
+            "p50_ms": r["p50"],
+            "p99_ms": r["p99"],
+            "rss_peak_mb": r["rss_peak"],
+            "rss_first_third_mb": r["rss_first_third"],
+            "rss_last_third_mb": r["rss_last_third"],
+            "error_reasons": r["reasons"],
+        }
+        record(args.out or "load", results, load_generator=f"python httpx (asyncio, {args.clients} clients)")
 
 
 if __name__ == "__main__":

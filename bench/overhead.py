@@ -3,9 +3,12 @@ with `--litellm`, against LiteLLM's proxy (installed by this bench into its own 
 
 For each target: sequential latency and first-token latency (interleaved requests), CPU per request of its
 own process (from /proc, one target at a time), and throughput with 32 concurrent clients (measured with `wrk`
-when it is installed, which keeps the load generator's own CPU small; with Python otherwise). Loopback only.
+when it is installed, which keeps the load generator's own CPU small; with Python otherwise or with --no-wrk).
+Loopback only. The run is recorded as bench/results/overhead.json, or overhead-python.json when the throughput
+came from the Python load generator.
 
-    python bench/overhead.py [--requests 300] [--seconds 10] [--litellm] [--baseline DIR]
+    python bench/overhead.py [--requests 300] [--seconds 10] [--litellm] [--baseline DIR] [--no-wrk]
+                             [--no-record] [--out NAME]
 
 `--baseline DIR` also runs the toolsift of another checkout (say `git worktree add /tmp/before HEAD~5`) as the
 target `baseline`, interleaved with this one, so a change is measured against what it replaces in one run.
@@ -23,17 +26,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import free_port, percentile, start_gateway, wait_until_up  # noqa: E402
-from ttft import first_content_seconds  # noqa: E402
+from common import add_record_options, free_port, percentile, record, start_gateway, wait_until_up  # noqa: E402
+from ttft import CLIENT, first_content_seconds  # noqa: E402
 
 LITELLM_VENV = ROOT / "bench" / ".litellm-venv"
 TICKS = os.sysconf("SC_CLK_TCK")
+CONCURRENCY = 32
+PYTHON_LOAD = "python httpx (asyncio)"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -85,6 +91,15 @@ async def throughput(url: str, body: dict[str, object], seconds: float, concurre
     return done / seconds, errors
 
 
+def wrk_version() -> str | None:
+    """`wrk <version>` of the wrk on PATH (`wrk -v` prints it and exits 1), or None when there is none."""
+    if not shutil.which("wrk"):
+        return None
+    done = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
+    words = (done.stdout or done.stderr).split()
+    return " ".join(words[:2]) if words[:1] == ["wrk"] else "wrk"
+
+
 def wrk_throughput(url: str, body: dict[str, object], seconds: float, concurrency: int = 32) -> tuple[float, int]:
     """Throughput measured with wrk (C, one thread): the load generator then costs little of the shared CPU."""
     script = Path(tempfile.mkdtemp(prefix="wrk-")) / "post.lua"
@@ -109,7 +124,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM's proxy (installs it once)")
     parser.add_argument("--baseline", type=Path, help="also measure the toolsift of this checkout, same run")
+    parser.add_argument("--no-wrk", action="store_true", help="throughput from the Python load generator")
+    add_record_options(parser, "overhead")
     args = parser.parse_args()
+    wrk = None if args.no_wrk else wrk_version()
 
     upstream_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
     upstream_url = f"http://127.0.0.1:{upstream_port}/v1"
@@ -164,10 +182,15 @@ def main() -> None:
             for _ in range(args.requests):
                 for name, url in targets.items():
                     first[name].append(first_content_seconds(client, url, {**bodies[name], "stream": True}) * 1000)
-        if shutil.which("wrk"):
-            rates = {name: wrk_throughput(url, bodies[name], args.seconds) for name, url in targets.items()}
+        if wrk:
+            rates = {
+                name: wrk_throughput(url, bodies[name], args.seconds, CONCURRENCY) for name, url in targets.items()
+            }
         else:
-            rates = {name: asyncio.run(throughput(url, bodies[name], args.seconds)) for name, url in targets.items()}
+            rates = {
+                name: asyncio.run(throughput(url, bodies[name], args.seconds, CONCURRENCY))
+                for name, url in targets.items()
+            }
     finally:
         for process in set(processes.values()):
             process.terminate()
@@ -177,11 +200,27 @@ def main() -> None:
     print(f"Pass-through overhead: {args.requests} interleaved requests per target, {args.seconds:g} s at 32 clients\n")
     header = f"{'target':<10} {'p50 ms':>8} {'p99 ms':>8} {'1st token p50':>14}"
     print(f"{header} {'CPU ms/req':>11} {'req/s (c=32)':>13} {'errors':>7}")
+    results: dict[str, Any] = {
+        "requests_per_target": args.requests,
+        "throughput_seconds": args.seconds,
+        "throughput_clients": CONCURRENCY,
+        "latency_client": CLIENT,
+        "targets": {},
+    }
     for name in targets:
         rate, errors = rates[name]
+        row = {
+            "p50_ms": percentile(latency[name], 0.5),
+            "p99_ms": percentile(latency[name], 0.99),
+            "first_token_p50_ms": percentile(first[name], 0.5),
+            "cpu_ms_per_request": cpu[name],
+            "requests_per_s": rate,
+            "errors": errors,
+        }
+        results["targets"][name] = row
         print(
-            f"{name:<10} {percentile(latency[name], 0.5):>8.2f} {percentile(latency[name], 0.99):>8.2f} "
-            f"{percentile(first[name], 0.5):>14.2f} {cpu[name]:>11.2f} {rate:>13.1f} {errors:>7}"
+            f"{name:<10} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['first_token_p50_ms']:>14.2f} "
+            f"{cpu[name]:>11.2f} {rate:>13.1f} {errors:>7}"
         )
     added = percentile(latency["toolsift"], 0.5) - percentile(latency["direct"], 0.5)
     added_first = percentile(first["toolsift"], 0.5) - percentile(first["direct"], 0.5)
@@ -189,22 +228,41 @@ def main() -> None:
     print(
         f"\ntoolsift adds p50 {added:+.2f} ms (first token {added_first:+.2f} ms), {cpu_added:.2f} ms CPU per request"
     )
+    results["toolsift_added"] = {"p50_ms": added, "first_token_p50_ms": added_first, "cpu_ms_per_request": cpu_added}
     responses = percentile(latency["responses"], 0.5) - percentile(latency["direct"], 0.5)
     print(
         f"the Responses front adds p50 {responses:+.2f} ms ({responses / max(added, 1e-9):.2f}x the chat front's), "
         f"{cpu['responses']:.2f} ms CPU per request ({cpu['responses'] / max(cpu_added, 1e-9):.2f}x)"
     )
+    results["responses_added"] = {
+        "p50_ms": responses,
+        "p50_ratio_to_chat": responses / max(added, 1e-9),
+        "cpu_ms_per_request": cpu["responses"],
+        "cpu_ratio_to_chat": cpu["responses"] / max(cpu_added, 1e-9),
+    }
     if "baseline" in targets:
         base_added = percentile(latency["baseline"], 0.5) - percentile(latency["direct"], 0.5)
         base_first = percentile(first["baseline"], 0.5) - percentile(first["direct"], 0.5)
+        cpu_ratio = cpu_added / max(cpu["baseline"], 1e-9)
+        rate_ratio = rates["toolsift"][0] / max(rates["baseline"][0], 1e-9)
         print(
             f"baseline adds p50 {base_added:+.2f} ms (first token {base_first:+.2f} ms), {cpu['baseline']:.2f} ms CPU "
-            f"per request; toolsift / baseline: CPU {cpu_added / max(cpu['baseline'], 1e-9):.2f}x, "
-            f"throughput {rates['toolsift'][0] / max(rates['baseline'][0], 1e-9):.2f}x"
+            f"per request; toolsift / baseline: CPU {cpu_ratio:.2f}x, throughput {rate_ratio:.2f}x"
         )
+        results["baseline_added"] = {
+            "p50_ms": base_added,
+            "first_token_p50_ms": base_first,
+            "cpu_ms_per_request": cpu["baseline"],
+            "toolsift_cpu_ratio": cpu_ratio,
+            "toolsift_throughput_ratio": rate_ratio,
+        }
     if "litellm" in targets:
         ratio = rates["toolsift"][0] / max(rates["litellm"][0], 1e-9)
         print(f"throughput toolsift / litellm: {ratio:.1f}x")
+        results["toolsift_litellm_throughput_ratio"] = ratio
+    if not args.no_record:
+        default = "overhead" if wrk else "overhead-python"
+        record(args.out or default, results, load_generator=wrk or PYTHON_LOAD)
 
 
 if __name__ == "__main__":

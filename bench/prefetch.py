@@ -5,7 +5,7 @@ calls the tools and answers (3 rounds). With prefetch, when every tool a task ne
 round is skipped (2 rounds); otherwise it still searches, and the prefetched definitions were carried for
 nothing. Token costs are o200k_base counts of the real definitions and manifest (see app/tokens.py).
 
-    python bench/prefetch.py [--data FILE]
+    python bench/prefetch.py [--data FILE] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -23,15 +24,19 @@ from retrieval import DEFAULT_DATA, groups_of, index_tools, load  # noqa: E402
 
 from app import tokens  # noqa: E402
 from app.discovery.search import scored_tools  # noqa: E402
+from bench.common import add_record_options, record, require_data  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA[0])
+    add_record_options(parser, "prefetch")
     args = parser.parse_args()
-    tools, queries = load(args.data)
+    tools, queries = load(require_data(args.data))
     discovery, ids, _ = index_tools(tools)
     search_round = tokens.count_tools([discovery.definition]) + 60  # search_tools + the model's call and result
+    results: dict[str, Any] = {"data": args.data.name, "tasks": len(queries), "search_round_tokens": search_round}
+    results["rows"] = []
     print(f"Prefetch on {args.data.name}: {len(queries)} tasks; a search round costs about {search_round:,} tokens\n")
     header = f"{'N':>2} {'min match':>9} {'fires':>6} {'round saved':>11} {'precision':>9}"
     print(f"{header} {'tokens added':>12} {'net tokens':>10}")
@@ -44,7 +49,7 @@ def main() -> None:
             for query in queries:
                 best = discovery.index.best_possible(query["text"])
                 ranked = scored_tools(discovery, query["text"], None, count)
-                chosen = [entry for entry, score in ranked if best and score / best >= min_match]
+                chosen = [found.entry for found in ranked if best and found.lexical / best >= min_match]
                 groups = groups_of(query)
                 chosen_ids = {ids[(entry.server or "", entry.original_name)] for entry in chosen}
                 cost = tokens.count_tools([entry.definition for entry in chosen]) if chosen else 0
@@ -60,7 +65,14 @@ def main() -> None:
                 f"{count:>2} {min_match:>9.1f} {fired / len(queries):>6.0%} {saved / len(queries):>11.1%} "
                 f"{precision:>9.0%} {statistics.fmean(added):>12,.0f} {statistics.fmean(net):>+10,.0f}"
             )
+            results["rows"].append(
+                {"n": count, "min_match": min_match, "fires_pct": 100 * fired / len(queries),
+                 "round_saved_pct": 100 * saved / len(queries), "precision_pct": 100 * precision,
+                 "tokens_added": statistics.fmean(added), "net_tokens": statistics.fmean(net)}
+            )  # fmt: skip
     print("\nnet tokens: per task, tokens of the skipped search round minus prefetched definitions carried")
+    if not args.no_record:
+        record(args.out or "prefetch", results)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ are o200k_base counts of the real definitions (app/tokens.py); a search round co
 definition plus about 60 tokens of call and result, as in bench/prefetch.py. Keyword ranking (on long task texts
 it ranks as the hybrid does, see bench/results/retrieval.txt).
 
-    python bench/related.py [--data FILE] [--k 5]
+    python bench/related.py [--data FILE] [--k 5] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -30,8 +31,9 @@ from retrieval import groups_of, index_tools, load  # noqa: E402
 from app import tokens  # noqa: E402
 from app.discovery.related import related_tools  # noqa: E402
 from app.discovery.search import scored_tools  # noqa: E402
+from bench.common import DATA, add_record_options, record, require_data  # noqa: E402
 
-DATA = ROOT / "bench" / "data" / "tool_retrieval_dev.json"
+DEFAULT_DATA = DATA / "tool_retrieval_dev.json"
 COUNTS = (0, 1, 2, 3)
 
 
@@ -50,10 +52,11 @@ class Totals:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--k", type=int, default=5, help="tools a search loads (max_search_results)")
+    add_record_options(parser, "related")
     args = parser.parse_args()
-    tools, queries = load(args.data)
+    tools, queries = load(require_data(args.data))
     multi = [query for query in queries if len(groups_of(query)) > 1]
     discovery, ids, _ = index_tools(tools)
     candidates = list(discovery.by_name.values())
@@ -90,14 +93,19 @@ def main() -> None:
         f"{'related':>7} {'not called':>10} {'precision':>9} {'tokens added':>12} {'net tokens':>10} {'break-even':>10}"
     )
     print(header)
+    recorded: dict[str, Any] = {
+        "data": args.data.name, "tasks": len(queries), "multi_tool_tasks": len(multi), "k": args.k,
+        "search_round_tokens": search_round, "rows": [],
+    }  # fmt: skip
     for (part, count), totals in sorted(results.items(), key=lambda item: (item[0][0] != "all", item[0])):
-        added = sum(totals.added)
-        precision = f"{1 - sum(totals.wasted) / added:>9.0%}" if added else f"{'-':>9}"
+        row = _row(part, count, totals)
+        recorded["rows"].append(row)
+        precision = f"{row['precision_pct'] / 100:>9.0%}" if row["precision_pct"] is not None else f"{'-':>9}"
         print(
             f"{part:<10} {count:>2} {totals.tasks:>5} {totals.complete / totals.tasks:>8.1%} "
-            f"{statistics.fmean(totals.saved):>12.3f} {statistics.fmean(totals.missing):>13.3f} "
-            f"{statistics.fmean(totals.added):>7.2f} {statistics.fmean(totals.wasted):>10.2f} {precision} "
-            f"{statistics.fmean(totals.tokens):>12,.0f} {statistics.fmean(totals.net):>+10,.0f} {_break_even(totals)}"
+            f"{row['rounds_saved']:>12.3f} {row['searches_left']:>13.3f} "
+            f"{row['related']:>7.2f} {row['not_called']:>10.2f} {precision} "
+            f"{row['tokens_added']:>12,.0f} {row['net_tokens']:>+10,.0f} {_break_even(totals)}"
         )
     print(
         "\ncomplete: tasks whose every needed tool was loaded by the one search; rounds saved / searches left: per "
@@ -106,6 +114,28 @@ def main() -> None:
         "per task, search rounds saved minus definitions carried;\nbreak-even: the cost of a search round (its "
         "whole prompt) above which N pays for itself in tokens"
     )
+    if not args.no_record:
+        record(args.out or "related", recorded)
+
+
+def _row(part: str, count: int, totals: Totals) -> dict[str, Any]:
+    """One printed row as numbers; break-even is null without related tools and "never" when none saved a round."""
+    added, saved = sum(totals.added), sum(totals.saved)
+    break_even: float | str | None = sum(totals.carried) / saved if saved else "never"
+    return {
+        "part": part,
+        "n": count,
+        "tasks": totals.tasks,
+        "complete_pct": 100 * totals.complete / totals.tasks,
+        "rounds_saved": statistics.fmean(totals.saved),
+        "searches_left": statistics.fmean(totals.missing),
+        "related": statistics.fmean(totals.added),
+        "not_called": statistics.fmean(totals.wasted),
+        "precision_pct": 100 * (1 - sum(totals.wasted) / added) if added else None,
+        "tokens_added": statistics.fmean(totals.tokens),
+        "net_tokens": statistics.fmean(totals.net),
+        "break_even_tokens": break_even if added else None,
+    }
 
 
 def _break_even(totals: Totals) -> str:

@@ -6,11 +6,12 @@ through the same ranking code `search_tools` uses. recall@k of a query is the sh
 "toolsift" is the search a default install gives (hybrid when the model is installed, as `make install` does);
 the first run embeds the tools (timed as build_s), later runs read the vector cache.
 
-    python bench/retrieval.py [--data FILE ...] [--json] [--model DIR]
+    python bench/retrieval.py [--data FILE ...] [--json] [--model DIR] [--no-record] [--out NAME]
 
 Default data: bench/data/tool_retrieval_dev.json (long task queries) and short_queries_dev.json (short queries).
 With --json, one object per data file and line (overall, by_part, lexical, semantic, baseline); without --data,
-only the long task queries, so the output stays one object.
+only the long task queries, so the output stays one object. The record (bench/results/retrieval.json) holds the
+same objects, one per data file run.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.engine.catalog import build_catalog  # noqa: E402
 from app.engine.request_tools import mcp_groups  # noqa: E402
-from bench.common import percentile  # noqa: E402
+from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 DEFAULT_DATA = (DATA / "tool_retrieval_dev.json", DATA / "short_queries_dev.json")
@@ -172,27 +173,35 @@ def main() -> None:
     parser.add_argument("--data", type=Path, action="append", help="data file (repeatable; default: both)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per data file instead of tables")
     parser.add_argument("--model", default=SemanticConfig().model, help="embedding model: a directory or a hub id")
+    add_record_options(parser, "retrieval")
     args = parser.parse_args()
+    # --json alone keeps its one-object shape: the long task queries; name --data for the other file.
+    paths = [require_data(path) for path in args.data or (DEFAULT_DATA[:1] if args.json else DEFAULT_DATA)]
     semantic = SemanticSearch(SemanticConfig(model=args.model), ROOT)
     if not semantic.load():
         print(f"note: semantic search unavailable ({semantic.reason}); toolsift = keywords only", file=sys.stderr)
-    # --json alone keeps its one-object shape: the long task queries; name --data for the other file.
-    for path in args.data or (DEFAULT_DATA[:1] if args.json else DEFAULT_DATA):
-        if not path.exists():
-            raise SystemExit(f"no data file at {path}; pass --data FILE")
-        run(path, semantic if semantic.state == "ready" else None, args.json)
+    ready = semantic if semantic.state == "ready" else None
+    files = {path.name: run(path, ready, args.json) for path in paths}
+    if not args.no_record:
+        record(args.out or "retrieval", {"embedding_model": args.model if ready else None, "files": files})
 
 
-def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> None:
+def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> dict[str, Any]:
+    """The data file's report: toolsift (hybrid when `semantic`), lexical, semantic and the plain BM25 baseline."""
     tools, queries = load(path)
     result = report(*toolsift_ranker(tools, semantic), queries)
-    result["lexical"] = report(*toolsift_ranker(tools, None), queries) if semantic is not None else result
+    lexical = report(*toolsift_ranker(tools, None), queries) if semantic is not None else dict(result)
+    result["lexical"] = lexical
     if semantic is not None:
         result["semantic"] = report(*semantic_ranker(tools, semantic), queries)
     result["baseline"] = report(*baseline_ranker(tools), queries)
+    ratio = result["overall"]["recall@5"] / max(lexical["overall"]["recall@5"], 1e-9)
+    base = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
+    recorded = {"tools": len(tools), "queries": len(queries), **result}
+    recorded["recall@5_ratio"] = {"to_lexical": ratio, "to_baseline": base}
     if as_json:
         print(json.dumps({"data": path.name, **result}))
-        return
+        return recorded
     print(f"Tool retrieval on {path.name}: {len(tools):,} tools, {len(queries)} queries\n")
     columns = ["recall@1", "recall@3", "recall@5", "recall@10", "mrr", "complete_recall@5", "mean_ms", "p99_ms"]
     print(f"{'ranker':<10} {'part':<10} {'n':>4} " + " ".join(f"{c:>9}" for c in columns) + f" {'build_s':>8}")
@@ -202,9 +211,8 @@ def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> None:
         for part, metrics in [("overall", data["overall"]), *data["by_part"].items()]:
             values = " ".join(f"{metrics[c]:>9.3f}" for c in columns)
             print(f"{name:<10} {part:<10} {metrics['queries']:>4} {values} {metrics['build_s']:>8.3f}")
-    ratio = result["overall"]["recall@5"] / max(result["lexical"]["overall"]["recall@5"], 1e-9)
-    base = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
     print(f"\nrecall@5 toolsift / lexical: {ratio:.3f}x; toolsift / baseline: {base:.2f}x\n")
+    return recorded
 
 
 if __name__ == "__main__":

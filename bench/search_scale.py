@@ -4,9 +4,9 @@ Catalogs are grown from the tool-retrieval data: its 3,006 real tools, repeated 
 (`srv2-...`) to reach 10,000, so word statistics stay realistic (repeated tools share their text, so the
 embedding cache serves the copies). Keyword queries are the data's user tasks; hybrid queries are the short,
 model-style queries, each encoded afresh (no query cache). Embedding is timed cold (empty cache) and warm (a
-restart: model load plus cache read). Without the data file, tools are generated (keyword part only).
+restart: model load plus cache read). Both data files ship in bench/data.
 
-    python bench/search_scale.py [--data PATH] [--no-semantic]
+    python bench/search_scale.py [--data PATH] [--no-semantic] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.engine.catalog import build_catalog  # noqa: E402
 from app.engine.request_tools import mcp_groups  # noqa: E402
-from bench.common import percentile  # noqa: E402
+from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "data" / "tool_retrieval_dev.json"
 SHORT_QUERIES = ROOT / "bench" / "data" / "short_queries_dev.json"
@@ -56,23 +56,6 @@ def grown_catalog(tools: list[dict[str, Any]], size: int) -> dict[str, list[Any]
     return listings
 
 
-def generated(size: int) -> tuple[list[dict[str, Any]], list[str]]:
-    verbs, nouns = (
-        ["get", "list", "create", "update", "delete", "search"],
-        ["invoice", "ticket", "order", "user", "file"],
-    )
-    tools = [
-        {
-            "server": f"service{i // 10}",
-            "name": f"{verbs[i % 6]}_{nouns[i % 5]}_{i}",
-            "description": f"{verbs[i % 6]} a {nouns[i % 5]} record in service {i // 10}",
-            "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
-        }
-        for i in range(size)
-    ]
-    return tools, [f"{verbs[i % 6]} the {nouns[i % 5]} for customer {i}" for i in range(200)]
-
-
 def build(config: Any, listings: dict[str, list[Any]], semantic: SemanticSearch | None = None) -> Discovery:
     catalog = build_catalog(config, listings, version=1)
     if semantic is not None:
@@ -80,8 +63,9 @@ def build(config: Any, listings: dict[str, list[Any]], semantic: SemanticSearch 
     return Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
 
 
-def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> None:
+def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
     """Embedding cold and warm, hybrid latency with short queries, and memory for the model and the vectors."""
+    result: dict[str, Any] = {"queries": len(queries), "rows": []}
     print(f"\nHybrid search ({len(queries)} short queries, each encoded afresh; all-MiniLM-L6-v2, numpy)\n")
     header = f"{'tools':>7} {'embed cold s':>12} {'embedded':>9} {'warm s':>7} {'p50 ms':>7} {'p99 ms':>7} {'MB':>6}"
     print(header)
@@ -96,7 +80,7 @@ def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> None:
             started = time.perf_counter()
             if not cold.load():
                 print(f"semantic search unavailable: {cold.reason}")
-                return
+                return {**result, "unavailable": cold.reason}
             cold.ensure_now(catalog.tools.values())
             cold_seconds = time.perf_counter() - started
             discovery = build(config, listings, cold)
@@ -121,24 +105,27 @@ def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> None:
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         row = f"{size:>7,} {cold_seconds:>12.1f} {cold.encoder_calls:>9,} {warm_seconds:>7.2f} {p50:>7.2f} {p99:>7.2f}"
         print(f"{row} {memory:>6.0f}")
+        result["rows"].append(
+            {"tools": size, "embed_cold_s": cold_seconds, "embedded": cold.encoder_calls, "warm_s": warm_seconds,
+             "p50_ms": p50, "p99_ms": p99, "memory_mb": memory}
+        )  # fmt: skip
     print("\nembed cold: model load + embedding every distinct tool text; warm: a restart (model load, cache read);")
     print("MB: after a restart, the model, the cached vectors and the index's matrix (tracemalloc; keyword index")
     print("included); latency includes encoding the query.")
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--no-semantic", action="store_true", help="keyword search only")
+    add_record_options(parser, "search_scale")
     args = parser.parse_args()
-    if args.data.exists():
-        data = json.loads(args.data.read_text())
-        tools, queries = data["tools"], [query["text"] for query in data["queries"]]
-        source = args.data.name
-    else:
-        tools, queries = generated(max(SIZES))
-        source = "generated tools"
-    print(f"Search at scale ({source}; {len(queries)} queries per size, k=5)\n")
+    data = json.loads(require_data(args.data).read_text())
+    short = None if args.no_semantic else require_data(SHORT_QUERIES)
+    tools, queries = data["tools"], [query["text"] for query in data["queries"]]
+    results: dict[str, Any] = {"data": args.data.name, "queries": len(queries), "k": 5, "keyword": []}
+    print(f"Search at scale ({args.data.name}; {len(queries)} queries per size, k=5)\n")
     print(f"{'tools':>7} {'build s':>8} {'memory MB':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
     for size in SIZES:
         listings = grown_catalog(tools, size)
@@ -161,9 +148,16 @@ def main() -> None:
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         mean = statistics.fmean(latencies)
         print(f"{size:>7,} {build_seconds:>8.2f} {memory:>10.1f} {p50:>8.2f} {p99:>8.2f} {mean:>8.2f}")
+        results["keyword"].append(
+            {"tools": size, "build_s": build_seconds, "memory_mb": memory, "p50_ms": p50, "p99_ms": p99,
+             "mean_ms": mean}
+        )  # fmt: skip
     print("\nbuild includes the catalog, the index and the manifest; memory is what they hold (tracemalloc).")
-    if args.data.exists() and SHORT_QUERIES.exists() and not args.no_semantic:
-        hybrid(tools, [query["text"] for query in json.loads(SHORT_QUERIES.read_text())["queries"]])
+    if short is not None:
+        results["hybrid"] = hybrid(tools, [query["text"] for query in json.loads(short.read_text())["queries"]])
+        results["hybrid"]["data"] = short.name
+    if not args.no_record:
+        record(args.out or "search_scale", results)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Tool-definition tokens in the first upstream call, discovery off vs on; and a Claude-Code-style request's client
 tools with `auto_defer_client_tools` off vs on.
 
-Catalogs: the bundled demo (its example servers, listed in memory), and catalogs of 100 and 1,000 tools. The
-large catalogs are real tool definitions from public tool-retrieval data (LiveMCPBench MCP servers and
-StableToolBench RapidAPI tools, Apache-2.0) when the data file is present, otherwise generated ones.
-Counts are o200k_base tokens of the `tools` array as sent (see app/tokens.py).
+Catalogs: the bundled demo (its example servers, listed in memory), and catalogs of 100 and 1,000 tools: real
+tool definitions from the public tool-retrieval data in bench/data (LiveMCPBench MCP servers and StableToolBench
+RapidAPI tools, Apache-2.0). The Claude-Code-style request has its own 15 tools (generated definitions of a
+typical size) and 50 or 100 MCP tools, both generated and from the data. Counts are o200k_base tokens of the
+`tools` array as sent (see app/tokens.py).
 
-    python bench/tokens.py [--data PATH]
+    python bench/tokens.py [--data PATH] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import DATA, add_record_options, record, require_data  # noqa: E402
 
 from app import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
@@ -33,7 +37,7 @@ from app.fronts.chat_completions import chat_request  # noqa: E402
 from app.fronts.chat_wire import parse_chat_request  # noqa: E402
 from app.providers.openai_format import tool_to_openai  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tool_retrieval_dev.json"
+DEFAULT_DATA = DATA / "tool_retrieval_dev.json"
 HELLO = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 REQUEST = chat_request(*parse_chat_request(json.dumps(HELLO).encode()))
 CLAUDE_CODE_TOOLS = ["Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
@@ -177,19 +181,21 @@ def _mcp_shape(tool: Any) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tool-retrieval data (default: ../shared/data)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tool-retrieval data (default: bench/data)")
+    add_record_options(parser, "tokens")
     args = parser.parse_args()
+    data = require_data(args.data)
 
     demo = load_config(ROOT / "config.json", environ={})
     rows = [("demo config", demo, asyncio.run(demo_listings(demo)))]
-    source = "data file" if args.data.exists() else "generated"
     for count in (100, 1000):
-        listings = data_listings(args.data, count) if args.data.exists() else generated_listings(count)
+        listings = data_listings(data, count)
         servers = {name: {"command": "unused"} for name in listings}
         config = parse_config({"mcpServers": servers, "tool_discovery": {"defer_all": True}}, environ={})
-        rows.append((f"{count:,} tools ({source})", config, listings))
+        rows.append((f"{count:,} tools (data)", config, listings))
 
     unit = "o200k_base tokens" if tokens.exact() else "estimated tokens (install the 'tokens' extra for exact counts)"
+    results: dict[str, Any] = {"unit": unit, "data": data.name, "first_call": [], "auto_defer": [], "mcp_connect": []}
     print(f"Tool-definition tokens in the first upstream call ({unit})\n")
     header = f"{'catalog':<28} {'tools':>6} {'discovery off':>14} {'discovery on':>13} {'loaded':>10} {'cut':>7}"
     print(header)
@@ -199,17 +205,25 @@ def main() -> None:
         off, on, loaded = first_call_tokens(config, listings)
         cut = 1 - on / off if off else 0.0
         print(f"{label:<28} {tool_count:>6} {off:>14,} {on:>13,} {loaded:>10} {cut:>7.1%}")
+        results["first_call"].append(
+            {"catalog": label, "tools": tool_count, "discovery_off_tokens": off, "discovery_on_tokens": on,
+             "loaded_tools": loaded, "cut_pct": cut * 100}
+        )  # fmt: skip
 
     print(f"\nClaude-Code-style request: client tools, auto_defer_client_tools off vs on, keep {KEEP} ({unit})\n")
     header = f"{'client tools':<28} {'tools':>6} {'sent as is':>14} {'auto-deferred':>13} {'loaded':>10} {'cut':>7}"
     print(header)
     print("-" * len(header))
-    for count in (50, 100):
-        listings = data_listings(args.data, count) if args.data.exists() else generated_listings(count)
+    for count, source in ((50, "generated"), (100, "generated"), (50, "data"), (100, "data")):
+        listings = generated_listings(count) if source == "generated" else data_listings(data, count)
         request = claude_code_request(listings)
         off, on, loaded = auto_defer_tokens(request)
         label = f"{len(CLAUDE_CODE_TOOLS)} own + {count} MCP ({source})"
         print(f"{label:<28} {len(request.tools):>6} {off:>14,} {on:>13,} {loaded:>10} {1 - on / off:>7.1%}")
+        results["auto_defer"].append(
+            {"client_tools": label, "mcp_tools": source, "tools": len(request.tools), "sent_as_is_tokens": off,
+             "auto_deferred_tokens": on, "loaded_tools": loaded, "cut_pct": (1 - on / off) * 100}
+        )  # fmt: skip
 
     print(f"\nMCP clients: tools/list at connect time, straight to the servers vs toolsift's lazy front ({unit})\n")
     header = f"{'catalog':<28} {'direct':>10} {'lazy front':>11} {'cut':>7}"
@@ -218,6 +232,11 @@ def main() -> None:
     for label, config, listings in rows:
         direct, lazy = mcp_connect_tokens(config, listings)
         print(f"{label:<28} {direct:>10,} {lazy:>11,} {1 - lazy / direct:>7.1%}")
+        results["mcp_connect"].append(
+            {"catalog": label, "direct_tokens": direct, "lazy_front_tokens": lazy, "cut_pct": (1 - lazy / direct) * 100}
+        )
+    if not args.no_record:
+        record(args.out or "tokens", results)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Starts a minimal OpenAI-compatible streaming upstream and `toolsift serve` (on t
 servers, so every request builds its tool list and manifest) as separate processes, then sends interleaved
 streaming requests to each and reports p50/p99 of both and the gateway's overhead, measured in one run.
 
-    python bench/ttft.py [--requests 300] [--baseline DIR]
+    python bench/ttft.py [--requests 300] [--baseline DIR] [--no-record] [--out NAME]
 
 `--baseline DIR` also runs the toolsift of another checkout as the target `baseline`, interleaved, same run.
 """
@@ -19,12 +19,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import demo_config, free_port, percentile, start_gateway, wait_until_up
+from common import add_record_options, demo_config, free_port, percentile, record, start_gateway, wait_until_up
 
 UPSTREAM_APP = """
 import json, sys
@@ -53,6 +54,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 
 
 RESPONSES_TEXT = '"type":"response.output_text.delta"'
+CLIENT = "python httpx (one client, sequential requests)"
 
 
 def first_content_seconds(client: httpx.Client, url: str, body: dict[str, object]) -> float:
@@ -75,6 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300, help="requests to each target (default 300)")
     parser.add_argument("--baseline", type=Path, help="also measure the toolsift of this checkout, same run")
+    add_record_options(parser, "ttft")
     args = parser.parse_args()
 
     upstream_port, gateway_port = free_port(), free_port()
@@ -116,9 +119,12 @@ def main() -> None:
 
     print(f"Time to first content byte, {args.requests} interleaved streaming requests each (ms)\n")
     print(f"{'target':<10} {'p50':>8} {'p99':>8} {'mean':>8}")
+    results: dict[str, Any] = {"requests_per_target": args.requests, "targets": {}}
     for name, values in samples.items():
         ms = [value * 1000 for value in values]
-        print(f"{name:<10} {percentile(ms, 0.5):>8.2f} {percentile(ms, 0.99):>8.2f} {statistics.fmean(ms):>8.2f}")
+        p50, p99, mean = percentile(ms, 0.5), percentile(ms, 0.99), statistics.fmean(ms)
+        print(f"{name:<10} {p50:>8.2f} {p99:>8.2f} {mean:>8.2f}")
+        results["targets"][name] = {"p50_ms": p50, "p99_ms": p99, "mean_ms": mean}
     direct = [value * 1000 for value in samples["direct"]]
     through = [value * 1000 for value in samples["gateway"]]
     overhead_p50 = percentile(through, 0.5) - percentile(direct, 0.5)
@@ -127,12 +133,16 @@ def main() -> None:
     responses_p50 = percentile([value * 1000 for value in samples["responses"]], 0.5) - percentile(direct, 0.5)
     ratio = responses_p50 / max(overhead_p50, 1e-9)
     print(f"Responses front p50 {responses_p50:+.2f} ms ({ratio:.2f}x the chat front's)")
+    results["gateway_added"] = {"p50_ms": overhead_p50, "p99_ms": overhead_p99}
+    results["responses_added"] = {"p50_ms": responses_p50, "ratio_to_chat": ratio}
     if "baseline" in samples:
         before = [value * 1000 for value in samples["baseline"]]
-        print(
-            f"baseline   p50 {percentile(before, 0.5) - percentile(direct, 0.5):+.2f} ms, "
-            f"p99 {percentile(before, 0.99) - percentile(direct, 0.99):+.2f} ms"
-        )
+        base_p50 = percentile(before, 0.5) - percentile(direct, 0.5)
+        base_p99 = percentile(before, 0.99) - percentile(direct, 0.99)
+        print(f"baseline   p50 {base_p50:+.2f} ms, p99 {base_p99:+.2f} ms")
+        results["baseline_added"] = {"p50_ms": base_p50, "p99_ms": base_p99}
+    if not args.no_record:
+        record(args.out or "ttft", results, load_generator=CLIENT)
 
 
 if __name__ == "__main__":
