@@ -74,12 +74,18 @@ def record(
     return path
 
 
+_RESULT_INPUTS = ("app", "bench", "examples", "config.json", "pyproject.toml", "Makefile")
+
+
 def git_state() -> tuple[str | None, bool | None]:
-    """(HEAD's short hash, whether tracked files differ from it), or (None, None) without git or a repository.
-    The records themselves (bench/results) do not count as changes: one bench's record must not mark the next."""
+    """(HEAD's short hash, whether the code differs from it), or (None, None) without git or a repository. Only
+    what can change a result counts (the code, the benches, the data, the config, the dependencies); the records
+    themselves (bench/results) and documents do not: one bench's record must not mark the next."""
     try:
         head = _git("rev-parse", "--short", "HEAD")
-        changes = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+        changes = _git(
+            "status", "--porcelain", "--untracked-files=no", "--", *_RESULT_INPUTS, ":(exclude)bench/results"
+        )
     except (OSError, subprocess.SubprocessError):
         return None, None
     return head, bool(changes)
