@@ -23,7 +23,7 @@ from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
 from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused
-from app.inspection import manifest_report, model_discovery, search_report, tool_rows
+from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows
 from app.mcp.client.connections import McpManager, ServerState
 from app.render import table
 from app.server.observability import guard_secrets
@@ -115,20 +115,20 @@ async def search(config: Config, args: argparse.Namespace) -> int:
     async with connected(config) as manager:
         try:
             entries = select_mcp_tools(manager.catalog, config, args.tool_set)
-            await asyncio.to_thread(semantic.ensure_now, [entry for entry in entries if entry.deferred])
+            await asyncio.to_thread(semantic.ensure_now, entries)
             discovery = model_discovery(
                 manager.catalog, config, args.tool_set, DiscoveryCache(_max_tokens(config), semantic)
             )
+            every = EveryToolIndex(semantic).get(manager.catalog, config, args.tool_set)
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
     if discovery is None:
-        print("no deferred tools to search: every tool is sent to the model as is", file=sys.stderr)
-        return 1
+        print("no deferred tools: the model gets every tool as is, without search_tools", file=sys.stderr)
     semantic.prepare_now(args.query)
     limit = args.k or config.tool_discovery.max_search_results
     try:
-        report = search_report(discovery, args.query, args.server, limit)
+        report = search_report(discovery, args.query, args.server, limit, every)
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import Catalog, select_mcp_tools
 from app.engine.model import ChatRequest, Options
-from app.engine.request_tools import DiscoveryCache, prepare_request_tools
+from app.engine.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
 from app.errors import RequestRefused
 
 
@@ -39,6 +39,27 @@ def model_discovery(catalog: Catalog, config: Config, tool_set: str | None, cach
     """The deferred tools a request with `tool_set` (and no tools of its own) searches: the model's view."""
     request = ChatRequest("-", [], [], Options(), tool_set=tool_set)
     return prepare_request_tools(catalog, config, request, cache).discovery
+
+
+class EveryToolIndex:
+    """Every MCP tool of a tool set, loaded or deferred, searchable as one: the operator's view, which shows the
+    loaded tool that answers a query the model's search (deferred tools only) finds nothing for. Built once per
+    catalog version and tool set; its loaded tools get vectors like the deferred ones."""
+
+    def __init__(self, semantic: SemanticSearch | None = None) -> None:
+        self.semantic = semantic
+        self._version = -1
+        self._built: dict[str | None, Discovery | None] = {}
+
+    def get(self, catalog: Catalog, config: Config, tool_set: str | None) -> Discovery | None:
+        if catalog.version != self._version:
+            self._version, self._built = catalog.version, {}
+        if tool_set not in self._built:
+            entries = select_mcp_tools(catalog, config, tool_set)
+            self._built[tool_set] = (
+                Discovery.build(mcp_groups(catalog, entries), semantic=self.semantic) if entries else None
+            )
+        return self._built[tool_set]
 
 
 def manifest_report(discovery: Discovery | None) -> dict[str, Any]:
@@ -67,14 +88,19 @@ def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
     return f"keywords only ({reason})"
 
 
-def search_report(discovery: Discovery | None, query: str, server: str | None, limit: int) -> dict[str, Any]:
+def search_report(
+    discovery: Discovery | None, query: str, server: str | None, limit: int, every: Discovery | None = None
+) -> dict[str, Any]:
     """The model's search for `query`, ranked and explained: each result's keyword (BM25F) score, its cosine
     similarity when hybrid, the fused score, its match against the best possible keyword score, and which of
-    its fields each query word matched; plus the text `search_tools` answers the model. The query's vector must
-    be prepared beforehand (SemanticSearch.prepare), as the gateway does before every search."""
+    its fields each query word matched; plus the text `search_tools` answers the model, and (with `every`, all
+    the tools) the loaded tools that would rank among the first `limit` had they been deferred: the model has
+    those without a search. The query's vector must be prepared beforehand (SemanticSearch.prepare), as the
+    gateway does before every search."""
+    loaded = _loaded_matches(discovery, every, query, server, limit)
     if discovery is None:
         text = "Nothing is deferred: there is nothing to search."
-        return {"mode": "none", "results": [], "weak": False, "text": text}
+        return {"mode": "none", "results": [], "weak": False, "text": text, "loaded": loaded}
     if server is not None and server not in discovery.by_group:
         servers = ", ".join(discovery.by_group) or "(none)"
         raise RequestRefused(f"Unknown server {server!r}; servers you can search: {servers}.", param="server")
@@ -102,7 +128,21 @@ def search_report(discovery: Discovery | None, query: str, server: str | None, l
         "results": results,
         "weak": bool(results and results[0]["weak"]),
         "text": outcome.text,
+        "loaded": loaded,
     }
+
+
+def _loaded_matches(
+    discovery: Discovery | None, every: Discovery | None, query: str, server: str | None, limit: int
+) -> list[dict[str, Any]]:
+    if every is None or (server is not None and server not in every.by_group):
+        return []
+    deferred = discovery.by_name if discovery is not None else {}
+    return [
+        {"rank": position, "name": found.entry.name, "server": found.entry.server, "weak": found.weak}
+        for position, found in enumerate(scored_tools(every, query, server, limit), 1)
+        if found.entry.name not in deferred
+    ]
 
 
 def _hybrid(semantic: SemanticSearch | None, ranked: list[Scored]) -> bool:

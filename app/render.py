@@ -43,9 +43,13 @@ def manifest(report: dict[str, Any]) -> int:
 def search(report: dict[str, Any], query: str, explain: bool) -> int:
     print(f"search: {report['mode']}", file=sys.stderr)
     results = report["results"]
+    loaded = report.get("loaded") or []
+    if loaded:
+        names = ", ".join(f"{found['name']} (#{found['rank']}{', weak' if found['weak'] else ''})" for found in loaded)
+        print(f"Loaded from the start, so the model has them without a search; among all tools they rank: {names}")
     if not results:
-        print(f"No tools found matching {query!r}.")
-        return 1
+        print(f"No deferred tools found matching {query!r}." if loaded else f"No tools found matching {query!r}.")
+        return 0 if loaded else 1
     if report["weak"]:
         print("No tool matches these words; the closest by meaning (weak matches):")
     columns = ["#", "score", "keywords", "meaning", "match", "tool", "description"]

@@ -117,6 +117,19 @@ async def test_search_explains_each_score(gateway_factory: GatewayFactory) -> No
         assert bad.status_code == 400 and bad.json()["error"]["param"] in ("k", "query")
     nothing = await admin(client, "search", query="xylophone")
     assert nothing["results"] == [] and nothing["text"].startswith("No tools found matching 'xylophone'")
+    assert nothing["loaded"] == []
+
+
+async def test_search_names_the_loaded_tools_that_answer_the_query(gateway_factory: GatewayFactory) -> None:
+    # The model's search covers deferred tools only; weather's are loaded, so it finds nothing for "forecast"
+    # and the operator is told which loaded tool the model already has for it.
+    client, _ = await gateway_factory(make_config(auth=KEYED))
+    found = await admin(client, "search", query="weather forecast")
+    assert [hit["name"] for hit in found["loaded"]][:1] == ["weather__get_forecast"]
+    assert found["loaded"][0]["rank"] == 1 and found["loaded"][0]["weak"] is False
+    assert all(hit["server"] == "weather" for hit in found["loaded"])
+    deferred = await admin(client, "search", query="convert currency")
+    assert deferred["results"][0]["name"] == "finance__convert_currency" and deferred["loaded"] == []
 
 
 async def test_recent_requests_mark_the_likely_misses(gateway_factory: GatewayFactory, upstream: Upstream) -> None:

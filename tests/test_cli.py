@@ -153,3 +153,11 @@ def test_cli_search_finds_by_meaning_on_the_demo() -> None:
     lines = result.stdout.strip().splitlines()
     assert lines[0].split() == ["#", "score", "keywords", "meaning", "match", "tool", "description"]
     assert lines[1].split()[5] == "notes__create_note"
+
+
+def test_cli_search_names_a_loaded_tool_that_answers_the_query() -> None:
+    # Weather's tools are loaded from the start on the demo: the model's search does not cover them, and the
+    # operator is told that the model has the tool for "storm warnings" already.
+    result = run("search", "storm warnings", "--config", str(ROOT / "config.json"))
+    assert result.returncode == 0, result.stderr
+    assert "Loaded from the start" in result.stdout and "weather__get_alerts (#1" in result.stdout

@@ -19,7 +19,7 @@ from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.search import Discovery, prepare_query
 from app.engine.gateway import Gateway
 from app.errors import RequestRefused, error_body
-from app.inspection import manifest_report, model_discovery, search_report, tool_rows
+from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import _loopback
 
@@ -57,6 +57,7 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
 class AdminApi:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
+        self.every = EveryToolIndex(gateway.semantic)
         config = gateway.config
         self.api_keys = [key.encode() for key in config.auth.api_keys if key]
         self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
@@ -124,9 +125,11 @@ class AdminApi:
         if query is None:
             raise RequestRefused("'query' is required: the words to search for.", param="query", code="missing_query")
         limit = _number(request, "k", self.gateway.config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
-        discovery = self._discovery(_text(request, "tool_set"))
-        await prepare_query(discovery, query)  # the query's vector off the event loop, as before a model's search
-        return {"query": query, **search_report(discovery, query, _text(request, "server"), limit)}
+        tool_set = _text(request, "tool_set")
+        discovery = self._discovery(tool_set)
+        every = self.every.get(self.gateway.mcp.catalog, self.gateway.config, tool_set)
+        await prepare_query(discovery or every, query)  # the query's vectors off the event loop, as for a model
+        return {"query": query, **search_report(discovery, query, _text(request, "server"), limit, every)}
 
     async def _requests(self, request: Request) -> dict[str, Any]:
         recent = self.gateway.recent

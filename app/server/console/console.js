@@ -153,6 +153,12 @@ async function runSearch(event) {
       num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched),
     ], "result")));
     $("search-results").hidden = false;
+    const loaded = data.loaded || [];
+    $("search-loaded").textContent = loaded.length
+      ? "Loaded from the start, so the model has them without a search; among all tools they rank: " +
+        loaded.map((r) => `${r.name} (#${r.rank}${r.weak ? ", weak" : ""})`).join(", ")
+      : "";
+    $("search-loaded").hidden = !loaded.length;
     $("search-text").textContent = data.text;
     $("search-text-box").hidden = false;
   } catch (error) {
