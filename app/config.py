@@ -145,7 +145,7 @@ class SemanticConfig(_Strict):
     long_query_words: int = Field(20, ge=2)
     weak_match_floor: float = Field(0.2, ge=-1, le=1, description="cosine below which no weak match is offered")
     lexical_confidence: float = Field(
-        0.4, ge=0, le=1, description="short queries: keyword scores divided by at least this share of a full match"
+        0.3, ge=0, le=1, description="short queries: keyword scores divided by at least this share of a full match"
     )
     sentence_weight: float = Field(0.3, ge=0, le=1, description="share of a task's best-matching sentence alone")
     server_meaning_lift: float = Field(0.01, ge=0, le=1, description="lift per std. dev. of a server's nearness")

@@ -31,6 +31,7 @@ CONCEPTS = (
     ("music", "song", "tune"),
     ("document", "draft"),
     ("file", "archive"),
+    ("icon", "pictogram"),
 )
 
 
@@ -107,6 +108,18 @@ def test_tools_of_the_server_nearest_in_meaning_are_lifted() -> None:
     }
     assert ranked(tools, "report on sales")[:2] == ["shop__make_report", "office__make_report"]
     assert ranked(tools, "report on sales", server_meaning_lift=0.0)[:2] == ["office__make_report", "shop__make_report"]
+
+
+def test_a_short_query_whose_telling_words_no_tool_has_leans_on_meaning() -> None:
+    # "bell" and "pictogram" are in no tool's text: keywords match only the common "find", and must not decide.
+    tools = {
+        "maps": [("find_parking", "Find parking near a place, each with its icon and icon and a forecast.")]
+        + [(f"find_{thing}", f"Find a {thing}.") for thing in ("hotel", "train", "flight", "museum", "shop")],
+        "ui": [("search_icons", "Search the icon library by name.")],
+        "sky": [("forecast", "Weather for tomorrow.")],
+    }
+    assert ranked(tools, "find a bell pictogram")[0] == "ui__search_icons"
+    assert ranked(tools, "find a bell pictogram", lexical_confidence=0.0)[0] == "maps__find_parking"
 
 
 def test_the_configs_fusion_knobs_reach_the_ranking() -> None:

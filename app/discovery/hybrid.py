@@ -2,8 +2,9 @@
 
 score = (1 - w) * lexical / max(best lexical, c * best possible) + w * cosine, where w depends on the query's
 length: short keyword-like queries ("storm warnings", "mkdir") lean on meaning, long task descriptions on words
-(see SearchParams). Dividing by the best possible lexical score as well keeps a short query whose words barely
-match anything (a "for" or "my" shared with some tool) from handing its full keyword share to that accident.
+(see SearchParams). Dividing by the best possible lexical score as well (a word no tool has counting as the
+rarest) keeps a short query whose telling words match nothing (only a "for" or "my" shared with some tool) from
+handing its whole keyword share to that accident.
 
 A task of several sentences usually needs a tool per sentence, and one vector for the whole text averages them
 away: each sentence is then also ranked on its own, and a tool's best sentence adds to its whole-text score.
@@ -137,7 +138,7 @@ def _fuse(parts: Sequence[ToolIndex], lexical: Scores, dense: Scores, text: str,
     scale = float(lexical.max(initial=0.0))
     confidence = params.lexical_confidence * params.shortness(words)
     if confidence > 0:
-        scale = max(scale, confidence * max(part.best_possible(text) for part in parts))
+        scale = max(scale, confidence * max(part.best_possible(text, unknown_words=True) for part in parts))
     fused = (1 - weight) * lexical / (scale or 1.0) + weight * dense
     peak = float(fused.max(initial=0.0))
     return fused / peak if peak > 0 else fused

@@ -196,10 +196,12 @@ class ToolIndex:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""
         return self._name_weight.get(id(entry), 0.0)
 
-    def best_possible(self, query: str) -> float:
+    def best_possible(self, query: str, unknown_words: bool = False) -> float:
         """The score of a tool matching every known word of `query` fully, in its fields and as the whole of its
-        and its server's name: divides scores into a 0-1 match."""
-        idfs = [self._tools.idf.get(term, 0.0) for term in set(tokenize(describe_locations(query)))]
+        and its server's name: divides scores into a 0-1 match. With `unknown_words`, a word no tool has counts
+        as the rarest word there is: the query's most telling word may be one that keywords cannot match."""
+        default = self._tools.rarest if unknown_words else 0.0
+        idfs = [self._tools.idf.get(term, default) for term in set(tokenize(describe_locations(query)))]
         bonus = self.params.name_match + self.params.server_name_match
         return sum(idfs) + bonus * sum(idfs) / (len(idfs) or 1)
 
@@ -269,6 +271,7 @@ class _Postings:
             self.idf[term] = idf
             self.document_frequency[term] = len(positions)
             self.arrays[term] = (np.array(positions, dtype=np.int32), np.array(values) * idf)
+        self.rarest = max(self.idf.values(), default=0.0)  # the IDF of a word one tool has
 
     def score(self, terms: set[str]) -> np.ndarray[Any, Any]:
         scores = np.zeros(self.size)

@@ -46,7 +46,7 @@ class SearchParams:
     long_query_words: int = 20
     # A short query's keyword scores are divided by at least this share of the best possible score, so that a
     # query whose words barely match any tool keeps little of its keyword share (scaled down to 0 for long ones).
-    lexical_confidence: float = 0.4
+    lexical_confidence: float = 0.3
     # A task of several sentences: the share of a tool's score that comes from its best-matching sentence alone.
     sentence_weight: float = 0.3
     # Added per standard deviation that a tool's server (its tools' mean vector) is nearer the query than average.
