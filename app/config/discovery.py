@@ -1,0 +1,82 @@
+"""Tool discovery: which tools are deferred, how search_tools answers, and the semantic half of its search."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from app.config.base import Strict
+
+SEARCH_RESULTS_HARD_CAP = 25
+LOAD_RELATED_DEFAULT = 0  # set by bench/related.py's measurement (see README)
+
+
+class EmbeddingEndpointConfig(Strict):
+    """Any OpenAI-compatible `/v1/embeddings` (OpenAI, Ollama, vLLM, Text Embeddings Inference)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    batch_size: int = Field(64, ge=1, le=2048)
+    max_retries: int = Field(3, ge=0, le=10)
+
+
+class SemanticConfig(Strict):
+    """Hybrid search: an embedding model beside the keyword index; the fusion knobs default to measured values."""
+
+    enabled: Literal["auto"] | bool = "auto"
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    endpoint: EmbeddingEndpointConfig | None = None
+    cache_dir: str | None = None
+    max_tokens: int = Field(128, ge=8, le=512, description="tokens of a query the model reads")
+    tool_max_tokens: int = Field(64, ge=8, le=512, description="tokens of a tool's text the model reads")
+    weight_short: float = Field(0.8, ge=0, le=1, description="semantic share of the score for short queries")
+    weight_long: float = Field(0.2, ge=0, le=1, description="semantic share for long task descriptions")
+    short_query_words: int = Field(6, ge=1)
+    long_query_words: int = Field(20, ge=2)
+    weak_match_floor: float = Field(0.2, ge=-1, le=1, description="cosine below which no weak match is offered")
+    lexical_confidence: float = Field(
+        0.3, ge=0, le=1, description="short queries: keyword scores divided by at least this share of a full match"
+    )
+    sentence_weight: float = Field(0.3, ge=0, le=1, description="share of a task's best-matching sentence alone")
+    server_meaning_lift: float = Field(0.01, ge=0, le=1, description="lift per std. dev. of a server's nearness")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SemanticConfig:
+        if self.long_query_words <= self.short_query_words:
+            raise ValueError("long_query_words must be larger than short_query_words")
+        return self
+
+
+class AutoDeferConfig(Strict):
+    """Defer a request's client tools when they are many (clients such as Claude Code send every tool each turn)."""
+
+    min_tokens: int = Field(8000, ge=0, description="client tool tokens above which they are deferred")
+    keep: list[str] = Field(default_factory=list, description="client tool names that always stay loaded")
+
+
+class ToolDiscoveryConfig(Strict):
+    enabled: bool = True
+    defer: Literal["auto", "all", "none"] = Field(
+        "auto", description="for servers without defer_loading; auto defers them when their tools are large"
+    )
+    defer_all: bool | None = Field(None, description='the older spelling of defer "all"')
+    auto_defer_min_tokens: int = Field(4000, ge=0, description="o200k tokens of tools above which auto defers")
+    max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
+    manifest_max_tokens: int = Field(1000, ge=100)
+    prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)
+    prefetch_min_match: float = Field(0.3, ge=0, le=1, description="score / best possible score for the query")
+    load_related: int = Field(
+        LOAD_RELATED_DEFAULT, ge=0, le=SEARCH_RESULTS_HARD_CAP, description="related tools loaded per found tool"
+    )
+    semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
+    auto_defer_client_tools: AutoDeferConfig | None = None
+
+    @model_validator(mode="after")
+    def _defer_all_is_an_alias(self) -> ToolDiscoveryConfig:
+        if self.defer_all:
+            if "defer" in self.model_fields_set and self.defer != "all":
+                raise ValueError(f'defer_all: true contradicts defer: "{self.defer}"; keep only defer')
+            self.defer = "all"
+        return self

@@ -1,0 +1,89 @@
+"""MCP on both sides: the servers the gateway connects to, and what it serves as one (tool sets, run_task)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.config.base import Strict
+
+
+class McpServerConfig(BaseModel):
+    """A stdio (`command`) or remote (`url`) MCP server.
+
+    Extra keys are tolerated because configs pasted from other MCP clients carry their own (`alwaysAllow`,
+    `disabled`, ...); `type` is read as the transport, as Claude Code writes it.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    defer_loading: bool | None = Field(None, description="unset: tool_discovery.defer decides")
+    always_load: list[str] = Field(
+        default_factory=list, description="tools of a deferred server that stay loaded (the server's own names)"
+    )
+    disabled: bool = False
+    description: str | None = None
+    startup_timeout: float | None = Field(None, gt=0)
+    tool_timeout: float | None = Field(None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_is_transport(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "type" in data and "transport" not in data:
+            data = {**data, "transport": data["type"]}
+            data.pop("type")
+        return data
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set exactly one of 'command' (stdio) or 'url' (remote)")
+        if self.url and self.transport == "stdio":
+            raise ValueError("transport 'stdio' needs 'command', not 'url'")
+        if self.command and self.transport not in (None, "stdio"):
+            raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
+        return self
+
+    @property
+    def transport_name(self) -> str:
+        if self.command:
+            return "stdio"
+        if self.transport in (None, "http"):
+            return "streamable-http"
+        return self.transport
+
+
+class ExcludeSpec(Strict):
+    exclude: list[str]
+
+
+ServerSelection = bool | list[str] | ExcludeSpec
+
+
+class ToolSetConfig(Strict):
+    description: str = ""
+    servers: dict[str, ServerSelection]
+
+
+class RunTaskConfig(Strict):
+    """`run_task` on the MCP front: a client hands over a whole task, the gateway's loop runs it."""
+
+    model: str = Field(min_length=1, description="the model (alias or upstream name) that runs the task")
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
+    deadline_seconds: float = Field(300.0, gt=0)
+    system_prompt: str | None = None
+    allow_destructive: bool = Field(False, description="run tools a server annotates destructiveHint: true")
+
+
+class McpFrontConfig(Strict):
+    mode: Literal["lazy", "proxy", "full"] = "lazy"
+    max_clients: int = Field(10_000, ge=1, description="lazy clients whose found tools are kept, least recent out")
+    run_task: RunTaskConfig | None = None

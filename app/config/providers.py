@@ -1,0 +1,41 @@
+"""Upstream providers and the model aliases routed to them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from app.config.base import Strict
+
+
+class ProviderConfig(Strict):
+    type: Literal["openai", "anthropic"] = "openai"
+    base_url: str = ""
+    api_key: str | None = None
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(300.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    retry_base_delay: float = Field(0.5, ge=0)
+    retry_max_delay: float = Field(8.0, ge=0)
+    deadline: float = Field(120.0, gt=0, description="seconds for all attempts of one call, backoff included")
+    forward_client_auth: bool = False
+    max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
+    max_response_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="a larger non-streamed answer (or error body) is a 502, unread"
+    )
+    anthropic_version: str = "2023-06-01"
+
+    @model_validator(mode="after")
+    def _default_base_url(self) -> ProviderConfig:
+        if not self.base_url:
+            self.base_url = "https://api.anthropic.com/v1" if self.type == "anthropic" else "https://api.openai.com/v1"
+        return self
+
+
+class ModelConfig(Strict):
+    provider: str
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    fallbacks: list[str] = Field(default_factory=list, description="model aliases tried in order on retryable errors")

@@ -1,0 +1,116 @@
+"""The whole config file: every section, the top-level limits, and the checks that span sections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, model_validator
+
+from app.config.base import Strict
+from app.config.discovery import ToolDiscoveryConfig
+from app.config.mcp import McpFrontConfig, McpServerConfig, ToolSetConfig
+from app.config.providers import ModelConfig, ProviderConfig
+from app.config.secrets import config_secrets
+from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
+
+
+class Config(Strict):
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    default_provider: str | None = None
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
+    tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
+    tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
+    sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
+    responses_store: ResponsesStoreConfig = Field(default_factory=lambda: ResponsesStoreConfig())
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
+    mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
+    console: ConsoleConfig = Field(default_factory=lambda: ConsoleConfig())
+    max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
+    tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
+    mcp_startup_timeout: float = Field(30.0, gt=0)
+    tool_call_timeout: float = Field(60.0, gt=0)
+    stream_keepalive_seconds: float = Field(5.0, gt=0)
+    tool_result_max_chars: int = Field(20_000, ge=200)
+    max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    max_messages: int = Field(2000, ge=1)
+    max_client_tools: int = Field(512, ge=0)
+    max_session_id_chars: int = Field(256, ge=1, description="for X-Session-Id and body session_id alike")
+    max_concurrent_calls_per_server: int = Field(16, ge=1)
+    request_deadline: float = Field(600.0, gt=0, description="seconds for a whole request, every round included")
+    shutdown_grace_seconds: float = Field(30.0, ge=0)
+    keep_alive_seconds: float = Field(75.0, gt=0, description="idle client connections stay open this long")
+    client_header_timeout: float = Field(10.0, gt=0, description="seconds for a request's headers to arrive")
+    client_body_timeout: float = Field(60.0, gt=0, description="seconds for a request's whole body to arrive")
+    cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
+    api_docs: bool = Field(False, description="serve /openapi.json and /docs")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # Set by parse_config: config paths whose `${VAR}` had no value (so errors can name the variable), the values
+    # each path got from the environment (MCP `env` secrets), and the directory relative paths of stdio servers are
+    # resolved against.
+    unset_env: dict[str, str] = Field(default_factory=dict, exclude=True)
+    from_env: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def __init__(self, **data: Any) -> None:
+        for internal in ("unset_env", "from_env", "base_dir"):
+            if internal in data:
+                raise ValueError(f"{internal}: unknown key")
+        super().__init__(**data)
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Config:
+        problems: list[str] = []
+        if self.default_provider is None and len(self.providers) == 1:
+            self.default_provider = next(iter(self.providers))
+        if self.default_provider is not None and self.default_provider not in self.providers:
+            problems.append(
+                f"default_provider: {self.default_provider!r} is not one of providers {_names(self.providers)}"
+            )
+        for alias, model in self.models.items():
+            for fallback in model.fallbacks:
+                if fallback not in self.models or fallback == alias:
+                    problems.append(f"models.{alias}.fallbacks: {fallback!r} is not another model alias")
+            if model.provider not in self.providers:
+                problems.append(
+                    f"models.{alias}.provider: {model.provider!r} is not one of providers {_names(self.providers)}"
+                )
+        for set_name, tool_set in self.tool_sets.items():
+            for server in tool_set.servers:
+                if server not in self.mcp_servers:
+                    problems.append(
+                        f"tool_sets.{set_name}.servers: unknown server {server!r}; "
+                        f"servers are {_names(self.mcp_servers)}"
+                    )
+        for server in self.tool_hints:
+            if server not in self.mcp_servers:
+                problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(self.mcp_servers)}")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def provider_problems(self) -> str | None:
+        """Why no provider can serve a chat request, or None when one can. A provider whose key comes from an unset
+        `${VAR}` fails every call (as HttpProvider checks), unless it sends each caller's own key instead."""
+        if not self.providers:
+            return "no provider is configured"
+        keyless = {}
+        for name, provider in self.providers.items():
+            variable = self.unset_env.get(f"providers.{name}.api_key")
+            if provider.forward_client_auth or provider.api_key != "" or variable is None:
+                return None
+            keyless[name] = variable
+        unset = "; ".join(f"provider {name!r} has no API key (set {variable})" for name, variable in keyless.items())
+        return f"no provider can serve: {unset}"
+
+    def secrets(self) -> set[str]:
+        """Every configured secret, for redaction (app.config.secrets decides what counts)."""
+        return config_secrets(self)
+
+
+def _names(mapping: dict[str, Any]) -> str:
+    return ", ".join(sorted(mapping)) or "(none)"
