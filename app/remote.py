@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int | None:
     params: dict[str, Any] = {"tool_set": args.tool_set} if args.tool_set else {}
     try:
         if args.command == "tools":
+            params.update({"server": args.server} if args.server else {})
             return render.tools(fetch(args, "tools", params)["tools"], args.server)
         if args.command == "manifest":
             return render.manifest(fetch(args, "manifest", params))

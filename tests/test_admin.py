@@ -84,6 +84,11 @@ async def test_servers_and_tools_with_their_status(gateway_factory: GatewayFacto
     assert [tool["name"] for tool in money["tools"]] == ["finance__convert_currency", "finance__get_exchange_rates"]
     unknown = await client.get("/admin/tools", params={"tool_set": "nope"}, headers=bearer(ADMIN))
     assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "unknown_tool_set"
+    weather = await admin(client, "tools", server="weather")
+    assert {tool["server"] for tool in weather["tools"]} == {"weather"}
+    nope = await client.get("/admin/tools", params={"server": "nope"}, headers=bearer(ADMIN))
+    assert nope.status_code == 400 and nope.json()["error"]["param"] == "server"
+    assert "unknown server 'nope'; servers: weather, notes" in nope.json()["error"]["message"]
 
 
 async def test_manifest_is_exactly_what_the_model_gets(gateway_factory: GatewayFactory, upstream: Upstream) -> None:

@@ -132,6 +132,12 @@ def test_cli_search_asks_the_running_gateway(gateway: str, tmp_path: Path) -> No
         env={"TOOLSIFT_ADMIN_KEY": ADMIN, "PATH": ""},
     )  # fmt: skip
     assert tools.returncode == 2 and "Unknown tool_set 'nope'" in tools.stderr
+    server = subprocess.run(
+        [TOOLSIFT, "tools", "--server", "nope", "--url", gateway], capture_output=True, text=True, timeout=60,
+        env={"TOOLSIFT_ADMIN_KEY": ADMIN, "PATH": ""},
+    )  # fmt: skip
+    assert server.returncode == 2 and "unknown server 'nope'; servers: " in server.stderr and "notes" in server.stderr
+    assert server.stdout == ""
 
 
 def test_cli_falls_back_with_a_note_when_the_gateway_refuses(gateway: str, tmp_path: Path) -> None:

@@ -163,3 +163,33 @@ def test_any_conversation_gets_a_labelled_answer_or_a_tool_call(messages: Any, t
     reply = respond({"messages": messages, "tools": tools, "tool_choice": choice})
     assert bool(reply.tool_calls) != bool(reply.content)
     assert reply.tool_calls or (reply.content or "").startswith(LABEL)
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+NOTES = [
+    _function(
+        "notes__create_note",
+        "Create a new note and return it.",
+        {"title": {"type": "string", "description": "Short title."}, "body": {"type": "string"}},
+        ["title", "body"],
+    ),
+    _function("notes__list_notes", "List notes, oldest first.", {"limit": {"type": "integer"}}, []),
+    _function("notes__get_note", "Get a note by id.", {"note_id": {"type": "string"}}, ["note_id"]),
+]
+
+
+def test_dictated_text_after_a_colon_is_what_to_write_down() -> None:
+    reply = respond({"messages": [{"role": "user", "content": "Note: buy milk."}], "tools": NOTES})
+    assert _call(reply) == ("notes__create_note", {"title": "buy milk", "body": "buy milk"})
+
+
+def test_an_identifier_the_user_names_fills_an_id_parameter_and_a_plain_word_does_not() -> None:
+    order = _function("order_status", "Where an order is.", {"order_id": {"type": "string"}}, ["order_id"])
+    reply = respond({"messages": [{"role": "user", "content": "where is order o-1?"}], "tools": [order]})
+    assert _call(reply) == ("order_status", {"order_id": "o-1"})
+    reply = respond({"messages": [{"role": "user", "content": "get note milk"}], "tools": NOTES})
+    assert all(json.loads(call["function"]["arguments"]).get("note_id") != "milk" for call in reply.tool_calls)

@@ -218,6 +218,12 @@ def test_edge_cases_answer_with_actionable_text() -> None:
     assert "No tool named 'create_notes'. Closest matches:" in text and "create_note" in text
     text, found = _search({"tool_names": ["notes__create_note"]}, loaded={"notes__create_note"})
     assert found == [] and "already loaded" in text
+    # A tool the model has had from the start (its server defers nothing) is no "unknown tool" either.
+    text, found = _search({"tool_names": ["weather__get_alerts"]}, loaded={"weather__get_alerts"})
+    assert found == [] and text == "'weather__get_alerts' is already loaded: call it directly."
+    text, _ = _search({"tool_names": ["create_notes"]})
+    suggested = text.split("Closest matches: ")[1].rstrip(".").split(", ")
+    assert len(suggested) == len(set(suggested)) and "notes__create_note" in suggested, "one name per tool"
     text, _ = _search({})
     assert text.startswith("Error: search_tools needs at least one of")
     text, _ = _search({"query": 5})

@@ -177,14 +177,17 @@ def _in_bounds(value: float, spec: dict[str, Any]) -> bool:
 def _text(label: set[str], facts: Facts, context: Context, taken: set[str]) -> str | None:
     """Free text: what follows a word naming the parameter, else a quoted string the user gave; or, when the task
     refers back, the earlier step and its result."""
-    if label & {"id", "ids", "key", "uuid"}:
-        return None  # an identifier comes from an earlier result, never from free text
-    named = _named(label, facts, taken)
-    if named is not None:
+    identifier = bool(label & {"id", "ids", "key", "uuid"})
+    named = _named(label, facts, taken)  # "tagged work" for `tag`; "order o-1" for `order_id`
+    if named is not None and (not identifier or re.search(r"\d", named)):
         return named
+    if identifier:
+        return None  # an identifier is one the user wrote (with a digit) or comes from an earlier result
     quoted = _first_free(facts.quoted, taken)
     if quoted is not None:
         return quoted
+    if facts.dictated and label & (TITLE_NAMES | BODY_NAMES):
+        return facts.dictated[:80] if label & TITLE_NAMES else facts.dictated  # a title and a body may say the same
     if facts.refers_back and context.previous_result:
         if label & TITLE_NAMES:
             return context.previous_task[:80]

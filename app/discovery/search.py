@@ -250,6 +250,8 @@ def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutco
         stays = discovery.always_loaded.get(name)
         if not matches and stays is not None and server in (None, stays.server):
             loaded.append(f"'{stays.original_name}' is always loaded, as {stays.name}: call it directly.")
+        elif not matches and is_loaded(name):  # one of the tools the model has had from the start
+            loaded.append(f"'{shown_name(name)}' is already loaded: call it directly.")
         elif not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
@@ -285,8 +287,9 @@ def _closest(name: str, server: str | None, discovery: Discovery) -> str:
     if len(name) > MAX_NAME_CHARS:
         return " Tool names are short identifiers; check the manifest."
     pool = discovery.by_group[server] if server else [e for group in discovery.by_group.values() for e in group]
-    candidates = {entry.name for entry in pool} | {entry.original_name for entry in pool}
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    exposed = {entry.name: entry.name for entry in pool} | {entry.original_name: entry.name for entry in pool}
+    similar = difflib.get_close_matches(name, list(exposed), n=6, cutoff=0.5)
+    close = list(dict.fromkeys(exposed[match] for match in similar))[:3]  # a tool's two names are one match
     if not close:
         close = [entry.name for entry in rank_tools(discovery, name, server, 3)]
     return f" Closest matches: {', '.join(close)}." if close else " Try a 'query' with keywords instead."

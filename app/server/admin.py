@@ -111,10 +111,14 @@ class AdminApi:
         return {"servers": servers, "search": self.gateway.semantic.status()}
 
     async def _tools(self, request: Request) -> dict[str, Any]:
-        tool_set = _text(request, "tool_set")
+        tool_set, server = _text(request, "tool_set"), _text(request, "server")
         config = self.gateway.config
+        if server is not None and server not in config.mcp_servers:
+            servers = ", ".join(config.mcp_servers) or "(none)"
+            raise RequestRefused(f"unknown server {server!r}; servers: {servers}", param="server")
         tools = tool_rows(self.gateway.mcp.catalog, config, tool_set)
-        return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
+        shown = [tool for tool in tools if server is None or tool["server"] == server]
+        return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": shown}
 
     async def _manifest(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
