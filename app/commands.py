@@ -24,9 +24,9 @@ from app.engine.catalog import select_mcp_tools
 from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused
 from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows
+from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager, ServerState
 from app.render import table
-from app.server.observability import guard_secrets
 
 
 @asynccontextmanager

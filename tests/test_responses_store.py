@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from app.engine.responses_store import MemoryResponseStore, StoredResponse
-from app.server.auth import Identity
+from app.identity import Identity
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
 

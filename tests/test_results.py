@@ -6,8 +6,8 @@ import mcp_types
 import pytest
 
 from app.engine.sessions import SessionKey, SessionStore
+from app.identity import ANONYMOUS
 from app.mcp.client.results import result_text
-from app.server.auth import ANONYMOUS
 
 pytestmark = pytest.mark.unit
 

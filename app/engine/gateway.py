@@ -8,15 +8,16 @@ from app import redaction
 from app.config import Config
 from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import select_mcp_tools
+from app.engine.metrics import Metrics
 from app.engine.model import ChatRequest
 from app.engine.recent import RecentRequests
 from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_store
 from app.engine.tasks import TaskRunner
+from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
-from app.server.observability import Metrics, guard_secrets
 
 
 class Gateway:

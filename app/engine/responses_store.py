@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from app.engine.model import JsonObject
 from app.errors import GatewayError
-from app.server.auth import Identity
+from app.identity import Identity
 
 log = logging.getLogger("toolsift.responses")
 KEY_PREFIX = "toolsift:response:"

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from starlette.types import Scope
 
 from app.errors import RequestRefused
-from app.server.auth import Identity, identity_of
+from app.identity import Identity, identity_of
 
 log = logging.getLogger("toolsift.sessions")
 KEY_PREFIX = "toolsift:session:"

@@ -13,7 +13,7 @@ from app.engine.answer import Answer
 from app.engine.events import DiscoveryStats, Event, Failed, Finished
 from app.engine.model import ChatRequest, JsonObject
 from app.errors import GatewayError
-from app.server.auth import Identity
+from app.identity import Identity
 
 log = logging.getLogger("toolsift.stream")
 INTERNAL_ERROR = "Internal gateway error while streaming; see the gateway log."

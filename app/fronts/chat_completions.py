@@ -42,7 +42,7 @@ from app.engine.model import (
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
 from app.fronts.chat_wire import ChatCompletionRequest, parse_chat_request
-from app.server.sse import KEEPALIVE, sse
+from app.fronts.sse_wire import KEEPALIVE, sse
 
 log = logging.getLogger("toolsift.stream")
 DONE = "data: [DONE]\n\n"

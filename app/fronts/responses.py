@@ -33,7 +33,7 @@ from app.fronts.responses_items import (
 )
 from app.fronts.responses_stream import ResponsesStream
 from app.fronts.responses_wire import ParsedResponses, input_items, parse_responses_request
-from app.server.sse import KEEPALIVE
+from app.fronts.sse_wire import KEEPALIVE
 
 log = logging.getLogger("toolsift.stream")
 

@@ -33,7 +33,7 @@ from app.fronts.responses_items import (
     reasoning_item,
     response_json,
 )
-from app.server.sse import KEEPALIVE
+from app.fronts.sse_wire import KEEPALIVE
 
 
 @dataclass

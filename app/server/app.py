@@ -22,11 +22,11 @@ from app.engine.gateway import Gateway
 from app.errors import anthropic_error_body, error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
-from app.mcp.front.http import HttpFront, McpPathDispatch
 from app.server.admin import console_routes
 from app.server.auth import ApiKeyMiddleware
 from app.server.edge import EdgeGuard, JsonBodies, is_messages_path
-from app.server.observability import METRICS_CONTENT_TYPE
+from app.server.mcp_http import HttpFront, McpPathDispatch
+from app.server.observability import METRICS_CONTENT_TYPE, exposition
 from app.server.responses_routes import ResponsesApi
 from app.server.serve import serve, serve_count
 
@@ -90,7 +90,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(gateway.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+        return Response(exposition(gateway.metrics), media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

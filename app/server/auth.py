@@ -3,53 +3,30 @@
 
 A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
 constant time, each one, so timing tells nothing about which key or how much of it matched. The key that
-matched becomes the request's `Identity`, put in the ASGI scope: sessions and the MCP front read it there, so
-one caller's state is never another's.
+matched becomes the request's `Identity` (app/identity.py), put in the ASGI scope: sessions and the MCP front
+read it there, so one caller's state is never another's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
-from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import anthropic_error_body, error_body
+from app.identity import SCOPE_KEY, Identity
 from app.server.edge import is_messages_path
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
 OWN_GUARD = ("/console", "/admin/")
-SCOPE_KEY = "toolsift.identity"
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who is calling. `id` keys per-caller state (sessions, MCP tool lists); it is never the key itself."""
-
-    id: str
-
-    @classmethod
-    def for_key(cls, key: str | bytes) -> Identity:
-        raw = key.encode() if isinstance(key, str) else key
-        return cls("key-" + hashlib.sha256(raw).hexdigest()[:16])
-
-
-ANONYMOUS = Identity("anonymous")  # every caller when no gateway keys are set, and the local stdio client
 
 
 def identify(token: bytes, keys: list[bytes]) -> Identity | None:
     """The identity of a gateway key, or None when `token` is none of `keys` (each compared in constant time)."""
     matches = [hmac.compare_digest(token, key) for key in keys]
     return Identity.for_key(token) if any(matches) else None
-
-
-def identity_of(scope: Scope) -> Identity:
-    """The caller of this request: the key middleware's verdict, or the anonymous identity without keys."""
-    found = scope.get(SCOPE_KEY)
-    return found if isinstance(found, Identity) else ANONYMOUS
 
 
 class ApiKeyMiddleware:

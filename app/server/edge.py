@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import anthropic_error_body, error_body
-from app.server.observability import REQUEST_ID
+from app.logs import REQUEST_ID
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SCOPE_KEY = "toolsift.request_id"

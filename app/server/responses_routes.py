@@ -16,7 +16,7 @@ from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.base import Call, Limits
 from app.fronts.responses import ResponsesFront
-from app.server.auth import identity_of
+from app.identity import identity_of
 from app.server.edge import request_id_of
 from app.server.serve import serve
 

@@ -27,10 +27,11 @@ from app.engine.sessions import SessionKey, session_of
 from app.errors import GatewayError, RequestRefused
 from app.fronts.base import Call, Front, Limits
 from app.fronts.messages import MessagesFront
-from app.server.auth import identity_of
+from app.identity import identity_of
+from app.logs import REQUEST_ID
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
-from app.server.observability import REQUEST_ID, log_fields
+from app.server.observability import log_fields
 from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 
 log = logging.getLogger("toolsift.http")

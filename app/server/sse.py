@@ -4,37 +4,24 @@ From its first moment (before the upstream has sent anything) to its last: the r
 error event, a client that leaves cancels it, and `: keep-alive` comments go out whenever nothing else has for
 `keepalive` seconds, whether the upstream is slow to start, slow between chunks, or tools are running. The head
 is held back until the first event or the first keep-alive, so an error before either keeps its HTTP status.
-The event iterator is always closed, so the upstream request and pending tool calls are cancelled with it.
+The event iterator is always closed, so the upstream request and pending tool calls are cancelled with it. The
+events' framing is the fronts' wire format (app/fronts/sse_wire.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from app.fronts.sse_wire import KEEPALIVE, error_sse
 from app.server.disconnect import watch_disconnect
 
-KEEPALIVE = ": keep-alive\n\n"
 CLIENT_GONE = 499  # the status logged for a client that left before the end (nginx's convention)
-
-
-def sse(data: dict[str, Any]) -> str:
-    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
-
-
-def error_sse(body: dict[str, Any]) -> str:
-    """An error event after the head: named by the body's `type` when it has one (Anthropic's `error` event),
-    since clients of formats whose events are named ignore unnamed ones."""
-    kind = body.get("type")
-    return (f"event: {kind}\n" if isinstance(kind, str) else "") + sse(body)
-
-
 ErrorAnswer = tuple[int, dict[str, Any]]  # HTTP status and OpenAI error body
 
 

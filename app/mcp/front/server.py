@@ -38,10 +38,10 @@ from app.discovery.semantic import SemanticSearch
 from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.engine.request_tools import mcp_groups
 from app.engine.tasks import TaskRunner
+from app.identity import ANONYMOUS, identity_of
 from app.mcp.client.connections import McpManager
 from app.mcp.front.tasks import run_task_tool
 from app.redaction import redact
-from app.server.auth import ANONYMOUS, identity_of
 
 Mode = Literal["lazy", "proxy", "full"]
 CALL_TOOL_NAME = "call_tool"
