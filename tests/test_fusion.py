@@ -81,6 +81,7 @@ def test_a_task_is_read_sentence_by_sentence_only_when_it_has_several() -> None:
     ]
     assert sentences("convert 250 USD to EUR and save it") == []
     assert sentences("Weather in Paris? Yes.") == []  # a one-word sentence is no task of its own
+    assert len(sentences("Do it now. " * 500)) == 8, "a hostile query's sentences cost a bounded amount"
 
 
 def test_each_sentence_of_a_task_finds_its_own_tool() -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.discovery.encoder import Array
-from app.discovery.params import SearchParams
+from app.discovery.params import MAX_SENTENCES, SearchParams
 from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
@@ -37,9 +37,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of a task of several (each of two words or more), or [] for a single one."""
+    """The first MAX_SENTENCES sentences of a task of several (each of two words or more), or [] for one."""
     found = [part.strip() for part in _SENTENCE_END.split(text) if len(part.split()) >= 2]
-    return found if len(found) >= 2 else []
+    return found[:MAX_SENTENCES] if len(found) >= 2 else []
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,6 @@ DEFAULT_PARAMS = SearchParams()
 # A query is read up to this many characters, by both sides: a hostile one then costs what a long honest one does,
 # and the encoder reads 128 tokens anyway.
 MAX_QUERY_CHARS = 2000
+# A task is ranked sentence by sentence up to this many sentences (real tasks have 2-6): each costs a vector and a
+# ranking, so a hostile query of hundreds of tiny sentences costs what a long honest task does.
+MAX_SENTENCES = 8
