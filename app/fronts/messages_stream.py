@@ -25,6 +25,7 @@ from app.engine.events import (
 )
 from app.engine.model import JsonObject, Native, ToolCall, Usage
 from app.errors import GatewayError
+from app.fronts.sse_wire import named_sse
 
 log = logging.getLogger("toolsift.stream")
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
@@ -32,7 +33,7 @@ STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_
 
 
 def event(data: JsonObject) -> str:
-    return f"event: {data['type']}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    return named_sse(str(data["type"]), data)
 
 
 PING = event({"type": "ping"})

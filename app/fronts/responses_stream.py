@@ -9,7 +9,6 @@ keeps its HTTP status.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from app.engine.events import (
@@ -33,7 +32,7 @@ from app.fronts.responses_items import (
     reasoning_item,
     response_json,
 )
-from app.fronts.sse_wire import KEEPALIVE
+from app.fronts.sse_wire import KEEPALIVE, named_sse
 
 
 @dataclass
@@ -154,4 +153,4 @@ class ResponsesStream:
     def _event(self, kind: str, **fields: object) -> str:
         data = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+        return named_sse(kind, data)

@@ -14,8 +14,13 @@ def sse(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
+def named_sse(kind: str, data: dict[str, Any]) -> str:
+    """An event named `kind`, as the Responses API and Anthropic Messages write every event."""
+    return f"event: {kind}\n" + sse(data)
+
+
 def error_sse(body: dict[str, Any]) -> str:
     """An error event after the head: named by the body's `type` when it has one (Anthropic's `error` event),
     since clients of formats whose events are named ignore unnamed ones."""
     kind = body.get("type")
-    return (f"event: {kind}\n" if isinstance(kind, str) else "") + sse(body)
+    return named_sse(kind, body) if isinstance(kind, str) else sse(body)
