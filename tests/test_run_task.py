@@ -164,3 +164,12 @@ async def test_run_task_over_http_and_cancellation(tmp_path: Path, upstream: Scr
 
 async def _set(event: asyncio.Event) -> None:
     event.set()
+
+
+def test_the_record_names_a_search_by_name_or_server_as_such() -> None:
+    from app.engine.events import SearchDone
+    from app.engine.tasks import TaskReport
+
+    report = TaskReport("done", "stop", 2, None, searches=[SearchDone(None, ("notes__create_note",), False)])
+    assert "searched by tool name or server: notes__create_note" in report.text()
+    assert "None" not in report.text()

@@ -43,9 +43,13 @@ class ClientToolCall:
 
 @dataclass(frozen=True, slots=True)
 class SearchDone:
-    query: str | None
+    query: str | None  # None for a search by tool names or by server
     found: tuple[str, ...]
     weak: bool  # every result matched by meaning alone
+
+    @property
+    def label(self) -> str:
+        return repr(self.query) if self.query is not None else "by tool name or server"
 
 
 @dataclass(frozen=True, slots=True)

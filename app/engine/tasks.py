@@ -45,7 +45,7 @@ class TaskReport:
                 f"tokens: {self.usage.total_tokens} ({self.usage.prompt_tokens} in, {self.usage.completion_tokens} out)"
             )
         for search in self.searches:
-            lines.append(f"searched {search.query!r}: {', '.join(search.found) or 'nothing found'}")
+            lines.append(f"searched {search.label}: {', '.join(search.found) or 'nothing found'}")
         for call in self.calls:
             outcome = "ok" if call.ok else "failed"
             lines.append(

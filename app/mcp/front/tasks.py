@@ -64,7 +64,7 @@ def narrowing_problem(catalog: Catalog, config: Config, served: str | None, aske
 
 def progress_message(event: Event) -> str | None:
     if isinstance(event, SearchDone):
-        return f"searched {event.query!r}: {', '.join(event.found) or 'nothing new found'}"
+        return f"searched {event.label}: {', '.join(event.found) or 'nothing new found'}"
     if isinstance(event, McpCallStarted):
         return f"calling {event.name}"
     if isinstance(event, McpCallFinished):
