@@ -18,9 +18,9 @@ import httpx
 
 from app import render, tokens
 from app.config import Config
+from app.core.catalog import select_mcp_tools
 from app.discovery import models as model_store
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import select_mcp_tools
 from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused
 from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows

@@ -10,12 +10,12 @@ from typing import Any
 
 from app import tokens
 from app.config import Config
+from app.core.catalog import Catalog, select_mcp_tools
+from app.core.model import ChatRequest, Options
 from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import Catalog, select_mcp_tools
-from app.engine.model import ChatRequest, Options
 from app.engine.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
 from app.errors import RequestRefused
 

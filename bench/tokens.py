@@ -30,8 +30,8 @@ from common import DATA, add_record_options, record, require_data  # noqa: E402
 
 from app import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
-from app.engine.catalog import build_catalog  # noqa: E402
-from app.engine.model import ChatRequest  # noqa: E402
+from app.core.catalog import build_catalog  # noqa: E402
+from app.core.model import ChatRequest  # noqa: E402
 from app.engine.request_tools import DiscoveryCache, RequestTools, prepare_request_tools  # noqa: E402
 from app.fronts.chat_completions import chat_request  # noqa: E402
 from app.fronts.chat_wire import parse_chat_request  # noqa: E402

@@ -17,7 +17,7 @@ from fastmcp import Client, Context, FastMCP
 
 from app import tokens
 from app.config import ConfigError, load_config, parse_config
-from app.engine.catalog import build_catalog
+from app.core.catalog import build_catalog
 from app.mcp.front.server import Front
 from tests.support import ROOT, Upstream, chat_body, completion, load_example, make_config
 

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from app.config import SemanticConfig, parse_config
+from app.core.catalog import ToolEntry, build_catalog
 from app.discovery.embeddings import VectorCache
 from app.discovery.encoder import Array
 from app.discovery.hybrid import sentences
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import ToolEntry, build_catalog
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Data flows one way: server edge -> fronts -> engine -> discovery, MCP client, providers -> shared modules.
+"""Data flows one way: server edge -> fronts -> engine -> discovery, MCP client, providers -> core -> shared modules.
 
 Every `app/` module is parsed (never imported) and each of its imports, including lazy and type-only ones,
 must point to its own layer or a lower one. A module that needs something from above means that thing belongs
@@ -28,9 +28,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("fronts", ("app.fronts", "app.mcp.front", "app.inspection")),
     ("engine", ("app.engine",)),
     ("lower", ("app.discovery", "app.mcp.client", "app.providers")),
-    # The engine's typed model and tool catalog: the vocabulary the layers below it speak (providers take typed
-    # rounds, discovery ranks catalog entries, the MCP client builds catalogs). They import shared modules only.
-    ("vocabulary", ("app.engine.model", "app.engine.catalog", "app.engine.deferral")),
+    # The typed model, the tool catalog and deferral: the vocabulary every layer above speaks (providers take typed
+    # rounds, discovery ranks catalog entries, the MCP client builds catalogs). It imports shared modules only.
+    ("core", ("app.core",)),
     ("shared", ("app",)),
 ]
 
@@ -98,7 +98,7 @@ def test_no_module_imports_from_a_higher_layer() -> None:
 def test_every_module_is_placed() -> None:
     modules = [_module_name(path) for path in APP.rglob("*.py")]
     assert {_rank(module)[1] for module in modules} == {name for name, _ in LAYERS}
-    assert _rank("app.engine.gateway")[1] == "engine" and _rank("app.engine.model")[1] == "vocabulary"
+    assert _rank("app.engine.gateway")[1] == "engine" and _rank("app.core.model")[1] == "core"
     assert _rank("app.mcp.front.server")[1] == "fronts" and _rank("app.config")[1] == "shared"
 
 
@@ -107,12 +107,12 @@ def test_an_upward_import_is_seen(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text(
         "from app import tokens, toolsift_version\n"
-        "from .model import ChatRequest\n"
+        "from .gateway import Gateway\n"
         "if TYPE_CHECKING:\n    from app.fronts.base import Call\n"
         "def late() -> None:\n    import app.server.auth\n",
         encoding="utf-8",
     )
     found = {name for _, name in _imports(source, "app.engine.probe")}
-    assert found == {"app.tokens", "app", "app.engine.model", "app.fronts.base", "app.server.auth"}
+    assert found == {"app.tokens", "app", "app.engine.gateway", "app.fronts.base", "app.server.auth"}
     upward = {name for name in found if _rank(name)[0] < _rank("app.engine.probe")[0]}
     assert upward == {"app.fronts.base", "app.server.auth"}

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from app.config import SemanticConfig, parse_config
+from app.core.catalog import ToolEntry, build_catalog
 from app.discovery import models
 from app.discovery.embeddings import EmbeddingError, EndpointEmbedder
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import ToolEntry, build_catalog
 from tests.support import GatewayFactory, Upstream, chat_body, completion, engine_request, make_config
 
 TOOLS = {
@@ -284,7 +284,7 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
 
 @pytest.mark.e2e
 def test_a_clients_own_tools_are_ranked_by_keywords_and_never_embedded(model_dir: Path, tmp_path: Path) -> None:
-    from app.engine.catalog import client_entries
+    from app.core.catalog import client_entries
 
     entries = catalog_entries()
     search = semantic(tmp_path, model_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.engine.catalog import ToolEntry
+from app.core.catalog import ToolEntry
 
 LOADED_NOTE = "These tools are now loaded and available to call."
 

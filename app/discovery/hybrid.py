@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.core.catalog import ToolEntry
 from app.discovery.encoder import Array
 from app.discovery.params import MAX_SENTENCES, SearchParams
-from app.engine.catalog import ToolEntry
 
 if TYPE_CHECKING:
     from app.discovery.index import ToolIndex

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import snowballstemmer
 
+from app.core.catalog import ToolEntry
 from app.discovery.params import DEFAULT_PARAMS, SearchParams
-from app.engine.catalog import ToolEntry
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")

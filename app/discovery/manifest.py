@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import tokens
-from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry
+from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
 
 DEFAULT_MAX_TOKENS = 1000
 

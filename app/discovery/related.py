@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from app.core.catalog import ToolEntry
 from app.discovery.search import Discovery, SearchOutcome
-from app.engine.catalog import ToolEntry
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Leading words that say what a tool does rather than what it acts on.

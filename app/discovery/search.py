@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.config import SEARCH_RESULTS_HARD_CAP
+from app.core.catalog import ToolEntry
 from app.discovery.describe import LOADED_NOTE, describe
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import ToolEntry
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
 # What a search looks at is bounded, so a hostile query or name list costs the same as a long honest one.

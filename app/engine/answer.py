@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 
+from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -14,7 +15,6 @@ from app.engine.events import (
     Finished,
     ReasoningDelta,
 )
-from app.engine.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
 from app.engine.turn import merged_logprobs
 
 

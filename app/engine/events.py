@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.engine.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
 from app.errors import GatewayError
 
 

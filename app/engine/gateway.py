@@ -6,10 +6,10 @@ from typing import Any
 
 from app import redaction
 from app.config import Config
+from app.core.catalog import select_mcp_tools
+from app.core.model import ChatRequest
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import select_mcp_tools
 from app.engine.metrics import Metrics
-from app.engine.model import ChatRequest
 from app.engine.recent import RecentRequests
 from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
 from app.engine.responses_store import response_store

@@ -15,8 +15,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
+from app.core.catalog import ToolEntry
+from app.core.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
 from app.discovery.search import shown_name
-from app.engine.catalog import ToolEntry
 from app.engine.events import (
     CallRefused,
     ClientToolCall,
@@ -32,7 +33,6 @@ from app.engine.events import (
     RoundStarted,
     SearchDone,
 )
-from app.engine.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.turn import Turn
 from app.errors import GatewayError

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from app.core.model import Usage
 from app.engine.events import (
     DiscoveryStats,
     Event,
@@ -18,7 +19,6 @@ from app.engine.events import (
     RoundFinished,
     SearchDone,
 )
-from app.engine.model import Usage
 
 
 @dataclass

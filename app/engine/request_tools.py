@@ -12,11 +12,7 @@ from enum import Enum
 from typing import Any
 
 from app.config import Config
-from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
-from app.discovery.related import with_related
-from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
-from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import (
+from app.core.catalog import (
     SEARCH_TOOL_NAME,
     Catalog,
     ToolEntry,
@@ -24,7 +20,11 @@ from app.engine.catalog import (
     client_entries,
     select_mcp_tools,
 )
-from app.engine.model import ChatRequest, Message, ToolSpec
+from app.core.model import ChatRequest, Message, ToolSpec
+from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
+from app.discovery.related import with_related
+from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
+from app.discovery.semantic import SemanticSearch
 
 CLIENT_GROUP = "client"
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.engine.model import JsonObject
+from app.core.model import JsonObject
 from app.errors import GatewayError
 from app.identity import Identity
 

@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from app.config import Config, RunTaskConfig
-from app.engine.catalog import ToolEntry
+from app.core.catalog import ToolEntry
+from app.core.model import ChatRequest, Message, Options, Usage
 from app.engine.events import CallRefused, ContentDelta, Event, Failed, Finished, McpCallFinished, SearchDone
 from app.engine.loop import ChatLoop
-from app.engine.model import ChatRequest, Message, Options, Usage
 from app.engine.record import RequestRecord
 from app.engine.request_tools import DiscoveryCache, tools_for
 from app.errors import GatewayError, RequestRefused

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.engine.model import CallFragment, Delta, JsonObject, Message, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import CallFragment, Delta, JsonObject, Message, Native, ResponseMeta, ToolCall, Usage
 
 
 @dataclass

@@ -9,9 +9,9 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import DiscoveryStats, Event, Failed, Finished
-from app.engine.model import ChatRequest, JsonObject
 from app.errors import GatewayError
 from app.identity import Identity
 

@@ -15,18 +15,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.engine.answer import Answer
-from app.engine.events import (
-    ClientToolCall,
-    ContentDelta,
-    DiscoveryStats,
-    Event,
-    Finished,
-    KeepAlive,
-    ReasoningDelta,
-    RoundStarted,
-)
-from app.engine.model import (
+from app.core.model import (
     ChatRequest,
     ClientTool,
     JsonObject,
@@ -38,6 +27,17 @@ from app.engine.model import (
     ToolCall,
     ToolSpec,
     Usage,
+)
+from app.engine.answer import Answer
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    DiscoveryStats,
+    Event,
+    Finished,
+    KeepAlive,
+    ReasoningDelta,
+    RoundStarted,
 )
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream

@@ -15,9 +15,9 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app import tokens
+from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, Options, Part, ToolCall, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import Event
-from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Native, Options, Part, ToolCall, ToolSpec
 from app.errors import GatewayError, anthropic_error_body
 from app.fronts.base import Call, render_stream
 from app.fronts.messages_stream import (

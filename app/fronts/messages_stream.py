@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from app.core.model import JsonObject, Native, ToolCall, Usage
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -23,7 +24,6 @@ from app.engine.events import (
     ReasoningDelta,
     RoundStarted,
 )
-from app.engine.model import JsonObject, Native, ToolCall, Usage
 from app.errors import GatewayError
 from app.fronts.sse_wire import named_sse
 

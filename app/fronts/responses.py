@@ -15,11 +15,11 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import (
     Event,
 )
-from app.engine.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
 from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream

@@ -12,8 +12,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.model import JsonObject, Message, Part, ToolCall, Usage
 from app.engine.events import DiscoveryStats
-from app.engine.model import JsonObject, Message, Part, ToolCall, Usage
 from app.errors import GatewayError
 from app.fronts.responses_wire import (
     FunctionCallItem,

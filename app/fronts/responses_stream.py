@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.core.model import JsonObject
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -21,7 +22,6 @@ from app.engine.events import (
     ReasoningDelta,
     RoundStarted,
 )
-from app.engine.model import JsonObject
 from app.errors import GatewayError
 from app.fronts.responses_items import (
     ResponseCall,

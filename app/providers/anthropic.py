@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncGenerator
 
 from app.config import ProviderConfig
-from app.engine.model import Delta, UpstreamRequest
+from app.core.model import Delta, UpstreamRequest
 from app.errors import GatewayError
 from app.providers.answers import AnthropicEvent, AnthropicMessage
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic

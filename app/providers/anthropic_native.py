@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.model import Delta, JsonObject, Message, Native, UpstreamRequest
+from app.core.model import Delta, JsonObject, Message, Native, UpstreamRequest
 from app.providers.anthropic_format import _messages
 from app.providers.openai_format import message_to_openai
 

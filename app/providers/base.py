@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from app import strict_json
 from app.config import ProviderConfig
-from app.engine.model import Delta, UpstreamRequest
+from app.core.model import Delta, UpstreamRequest
 from app.errors import GatewayError
 from app.providers.answers import problem
 from app.providers.transport import upstream_client

@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
-from app.engine.model import Delta, UpstreamRequest
+from app.core.model import Delta, UpstreamRequest
 from app.errors import GatewayError
 from app.providers.base import Provider
 

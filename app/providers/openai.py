@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncGenerator
 
 from app.config import ProviderConfig
-from app.engine.model import Delta, UpstreamRequest
+from app.core.model import Delta, UpstreamRequest
 from app.providers.answers import Chunk, Completion
 from app.providers.base import HttpProvider
 from app.providers.openai_format import delta_from_chunk, delta_from_completion, to_openai

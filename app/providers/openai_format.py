@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.model import (
+from app.core.model import (
     CallFragment,
     Delta,
     JsonObject,

@@ -20,8 +20,8 @@ from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Config
+from app.core.catalog import unknown_tool_set
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import unknown_tool_set
 from app.engine.tasks import TaskRunner
 from app.errors import GatewayError
 from app.mcp.client.connections import McpManager

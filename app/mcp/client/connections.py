@@ -24,7 +24,7 @@ from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
 from app.config import Config, McpServerConfig
-from app.engine.catalog import Catalog, build_catalog, unknown_always_load
+from app.core.catalog import Catalog, build_catalog, unknown_always_load
 from app.mcp.client.results import error_text, redacted, result_text
 from app.redaction import redact
 

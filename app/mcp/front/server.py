@@ -31,11 +31,11 @@ from pydantic import PrivateAttr
 
 from app import toolsift_version
 from app.config import Config, ToolDiscoveryConfig
+from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.discovery.manifest import search_tool_definition
 from app.discovery.related import with_related
 from app.discovery.search import Discovery, prepare_query, run_search, shown_name
 from app.discovery.semantic import SemanticSearch
-from app.engine.catalog import SEARCH_TOOL_NAME, ToolEntry, select_mcp_tools
 from app.engine.request_tools import mcp_groups
 from app.engine.tasks import TaskRunner
 from app.identity import ANONYMOUS, identity_of

@@ -10,7 +10,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
 from app.config import Config
-from app.engine.catalog import Catalog, select_mcp_tools
+from app.core.catalog import Catalog, select_mcp_tools
 from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
 from app.engine.tasks import TaskRunner
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from fastmcp.utilities.components import get_fastmcp_metadata
 
 from app.config import AutoDeferConfig, Config, ExcludeSpec, McpServerConfig, ServerSelection
-from app.engine.deferral import Deferral, decide_deferral
-from app.engine.model import ClientTool, ToolSpec
+from app.core.deferral import Deferral, decide_deferral
+from app.core.model import ClientTool, ToolSpec
 from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"

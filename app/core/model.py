@@ -1,4 +1,4 @@
-"""The engine's own model of a chat: requests, messages, tool calls, usage, and what an upstream answers.
+"""The typed model of a chat every layer speaks: requests, messages, tool calls, usage, what an upstream answers.
 
 Every front converts its wire format to these types and back, and every provider converts them to its upstream's
 format and back; nothing between those edges reads a wire dict. What only one wire format understands (an
