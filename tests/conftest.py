@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -18,7 +17,7 @@ from app.config import Config
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support import SERVERS, Upstream, free_port, load_example, make_config, mock_upstreams
-from tests.support.anthropic import ANTHROPIC_UPSTREAM
+from tests.support.anthropic import scripted_anthropic
 
 TIERS = ("unit", "e2e")
 
@@ -53,15 +52,7 @@ def upstream() -> Any:
 def anthropic_upstream() -> Any:
     """An Anthropic upstream in memory: yields (calls, replies); push httpx.Responses onto replies."""
     with mock_upstreams() as router:
-        calls: list[dict[str, Any]] = []
-        replies: list[httpx.Response] = []
-
-        def answer(request: httpx.Request) -> httpx.Response:
-            calls.append({"body": json.loads(request.content), "headers": request.headers})
-            return replies.pop(0)
-
-        router.post(f"{ANTHROPIC_UPSTREAM}/messages").mock(side_effect=answer)
-        yield calls, replies
+        yield scripted_anthropic(router)
 
 
 @pytest.fixture

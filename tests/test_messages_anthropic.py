@@ -1,5 +1,6 @@
 """The Messages front against an Anthropic upstream: what Anthropic understands natively (thinking blocks and their
-signatures, `cache_control`, `tool_reference`, `thinking`) passes through untouched, plain and streamed."""
+signatures, `cache_control`, `tool_reference`, `thinking`) passes through untouched, plain and streamed, and every
+round's thinking reaches the client signed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support import load_example
-from tests.support.anthropic import anthropic_config, message, sdk, sse, tool_use
+from tests.support.anthropic import anthropic_config, message, sdk, sse, streamed_message, tool_use
 
 pytestmark = pytest.mark.unit
 
@@ -191,29 +192,58 @@ async def test_streamed_thinking_before_a_client_tool_keeps_its_signature(
     assert wrong.status_code == 405 and wrong.json()["type"] == "error"
 
 
-async def test_each_rounds_thinking_is_its_own_block_and_unsigned_ones_stay_home(
+T1 = {"type": "thinking", "thinking": "A conversion: find a tool first.", "signature": "sig-one=="}
+T2 = {"type": "thinking", "thinking": "convert_currency fits; call it.", "signature": "sig-two=="}
+T3 = {"type": "thinking", "thinking": "It came to 4.6; say so.", "signature": "sig-three=="}
+REDACTED = {"type": "redacted_thinking", "data": "ZW5jcnlwdGVkIHRoaW5raW5n"}
+LOOKING = {"type": "text", "text": "Let me find a converter."}
+ROUNDS = [  # a search, an MCP call, the answer: the first two the gateway answers itself
+    ([T1, LOOKING, tool_use("search_tools", {"query": "convert currency"}, "toolu_a")], "tool_use"),
+    ([T2, tool_use("finance__convert_currency", CONVERT, "toolu_b")], "tool_use"),
+    ([REDACTED, T3, {"type": "text", "text": "About 4.6 EUR."}], "end_turn"),
+]
+
+
+async def test_every_rounds_thinking_streams_signed_as_the_plain_answer_gives_it(
     anthropic_upstream: Any, gateway_factory: Any
 ) -> None:
     calls, replies = anthropic_upstream
-    replies += [
-        _thinking_then_tool("search_tools", {"query": "local time"}),
-        _thinking_then_tool("get_local_time", {"zone": "UTC"}),
-        httpx.Response(200, json=message([{"type": "text", "text": "Noon."}], "end_turn")),
+    replies += [streamed_message(content, stop) for content, stop in ROUNDS]
+    replies += [httpx.Response(200, json=message(content, stop)) for content, stop in ROUNDS]
+    api = sdk(await _client(gateway_factory))
+    elsewhere = {"type": "thinking", "thinking": "Another model's reasoning.", "signature": ""}  # as rendered
+    asked: Any = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [elsewhere, {"type": "text", "text": "Hello."}]},
+        {"role": "user", "content": "5 USD in EUR?"},
     ]
-    client = await _client(gateway_factory)
-    api = sdk(client)
-    tools: Any = [{"name": "get_local_time", "description": "Local time", "input_schema": {"type": "object"}}]
-    asked: Any = [{"role": "user", "content": "time?"}]
-    async with api.messages.stream(model="sonnet", max_tokens=2048, messages=asked, tools=tools) as stream:
-        final = await stream.get_final_message()
-    assert [block.type for block in final.content] == ["thinking", "thinking", "tool_use"]
-    first, second = (block.model_dump() for block in final.content[:2])
-    assert first == {**THINK, "signature": ""}  # the first round's was sent back upstream in that request
-    assert second == THINK  # the last one is the client's to send back, signed
+    blocks: list[tuple[str, int]] = []
+    signatures: list[str] = []
+    async with api.messages.stream(model="sonnet", max_tokens=2048, messages=asked) as stream:
+        async for event in stream:
+            if event.type in ("content_block_start", "content_block_stop"):
+                blocks.append((event.type, event.index))
+            elif event.type == "signature":
+                signatures.append(event.signature)
+        streamed = await stream.get_final_message()
+    answer = {"type": "text", "text": "\n\nAbout 4.6 EUR."}
+    content = [block.model_dump(exclude_none=True) for block in streamed.content]
+    assert content == [T1, LOOKING, T2, REDACTED, T3, answer]
+    assert signatures == ["sig-one==", "sig-two==", "sig-three=="]  # each in its own block, as the rounds ran
+    assert blocks == [(kind, index) for index in range(6) for kind in ("content_block_start", "content_block_stop")]
+
+    plain = await api.messages.create(model="sonnet", max_tokens=2048, messages=asked)
+    thinking = [T1, T2, REDACTED, T3]
+    text = {"type": "text", "text": LOOKING["text"] + answer["text"]}
+    assert [block.model_dump(exclude_none=True) for block in plain.content] == [*thinking, text]
+    assert [block.model_dump() for block in streamed.content if block.type != "text"] == thinking
+
     asked += [
-        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in final.content]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_s", "content": "12:00"}]},
+        {"role": "assistant", "content": content},
+        {"role": "user", "content": "Thanks."},
     ]
-    await api.messages.create(model="sonnet", max_tokens=2048, messages=asked, tools=tools)
-    resent = calls[2]["body"]["messages"][1]["content"]
-    assert [block["type"] for block in resent] == ["thinking", "tool_use"] and resent[0] == THINK
+    replies.append(httpx.Response(200, json=message([{"type": "text", "text": "You're welcome."}], "end_turn")))
+    await api.messages.create(model="sonnet", max_tokens=2048, messages=asked)
+    unsigned_left_home = {**asked[1], "content": [{"type": "text", "text": "Hello."}]}  # Anthropic would refuse it
+    assert calls[0]["body"]["messages"][1] == unsigned_left_home
+    assert calls[-1]["body"]["messages"] == [asked[0], unsigned_left_home, *asked[2:]]  # every round's signed blocks

@@ -7,10 +7,12 @@ import json
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
 from app import tokens
-from tests.support import Upstream, completion, make_config
+from tests.support import UPSTREAM, Upstream, completion, make_config
+from tests.support.anthropic import CLAUDE_PROVIDER, message, scripted_anthropic, tool_use
 
 pytestmark = pytest.mark.unit
 
@@ -169,3 +171,44 @@ async def test_browsers_may_send_anthropic_headers(gateway_factory: Any) -> None
     assert preflight.status_code == 200
     allowed = preflight.headers["access-control-allow-headers"].lower()
     assert all(name in allowed for name in ("x-api-key", "anthropic-version", "anthropic-beta"))
+
+
+async def test_anthropic_tool_fields_reach_an_anthropic_upstream_and_stay_off_an_openai_one(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    """Claude Code's breakpoint on a tool, and Anthropic's other tool fields, go to Claude exactly as sent and where
+    they were sent; `defer_loading` is the gateway's own; an OpenAI-compatible upstream gets plain functions."""
+    calls, replies = scripted_anthropic(upstream.router)
+    replies += [
+        httpx.Response(200, json=message([tool_use("search_tools", {"tool_names": [JIRA]})], "tool_use")),
+        httpx.Response(200, json=message([tool_use(JIRA, {"option_0": "Broken build"}, "toolu_2")], "tool_use")),
+    ]
+    upstream.script(completion("ok"))
+    providers = {"up": {"base_url": UPSTREAM, "api_key": "sk-test", "max_retries": 0}, "claude": CLAUDE_PROVIDER}
+    models = {"fast": {"provider": "up", "model": "gpt-test"}, "sonnet": {"provider": "claude", "model": "claude-x"}}
+    config = make_config(providers=providers, models=models, tool_discovery=AUTO_DEFER)
+    client, _ = await gateway_factory(config)
+    tools = claude_code_tools()
+    by_name = {tool["name"]: tool for tool in tools}
+    by_name["Edit"].update(cache_control={"type": "ephemeral"}, eager_input_streaming=True)  # last of those loaded
+    by_name[JIRA].update(strict=True, input_examples=[{"option_0": "Flaky test"}], defer_loading=True)
+    tools[-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}  # on a tool deferred and never found: not sent
+    asked = [{"role": "user", "content": "File a jira issue: the build is broken"}]
+    reply = await client.post("/v1/messages", json=claude_code_body(asked, model="sonnet", tools=tools))
+    assert reply.status_code == 200 and reply.json()["content"][-1]["name"] == JIRA
+
+    first, second = (call["body"]["tools"] for call in calls)
+    assert [tool["name"] for tool in first] == [*KEEP, *MCP_LOADED, "search_tools"]
+    assert first[: len(KEEP)] == [by_name[name] for name in KEEP]  # as sent, the breakpoint still on Edit
+    found = {key: value for key, value in by_name[JIRA].items() if key != "defer_loading"}
+    assert second == [*first, found]  # what the first call cached is the second's prefix
+    assert sum("cache_control" in tool for tool in second) == 1 and "defer_loading" not in json.dumps(second)
+
+    assert (await client.post("/v1/messages", json=claude_code_body(asked, tools=tools))).status_code == 200
+    sent = upstream.requests[0]["tools"]
+    assert sent[: len(KEEP)] == [
+        {"type": "function", "function": {"name": name, "description": by_name[name]["description"],
+                                          "parameters": by_name[name]["input_schema"]}}
+        for name in KEEP
+    ]  # fmt: skip
+    assert all(field not in json.dumps(sent) for field in ("cache_control", "eager_input_streaming", "strict"))

@@ -18,7 +18,7 @@ from fastmcp.utilities.components import get_fastmcp_metadata
 
 from app.config import AutoDeferConfig, Config, ExcludeSpec, McpServerConfig, ServerSelection
 from app.core.deferral import Deferral, decide_deferral
-from app.core.model import ClientTool, ToolSpec
+from app.core.model import ClientTool, Native, ToolSpec
 from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -44,13 +44,13 @@ class ToolEntry:
     destructive: bool = False  # the server annotated it `destructiveHint: true`
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
+    native: Native | None = field(default=None, compare=False, repr=False)  # a client tool in its own wire format
     spec: ToolSpec = field(init=False, compare=False, repr=False)  # the definition as the engine sends it upstream
 
     def __post_init__(self) -> None:
         # Made once: every round of every request sends each loaded tool's spec.
-        object.__setattr__(
-            self, "spec", ToolSpec(self.name, self.description, self.parameters, self.definition or None)
-        )
+        spec = ToolSpec(self.name, self.description, self.parameters, self.definition or None, self.native)
+        object.__setattr__(self, "spec", spec)
 
     @property
     def source(self) -> Literal["mcp", "client"]:
@@ -271,6 +271,7 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
                 deferred=tool.deferred,
                 definition=definition,
                 tokens=estimate_tokens(definition),
+                native=tool.spec.native,
             )
         )
     return entries

@@ -61,12 +61,15 @@ class Message:
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool definition as sent upstream; `openai` is its OpenAI form when one was already made (extra fields
-    such as `strict` kept)."""
+    such as `strict` kept). `native` is the definition as a front of another format received it (an Anthropic
+    tool with its `cache_control`), for an upstream of that format; the gateway's own fields (`defer_loading`)
+    are already taken out."""
 
     name: str
     description: str
     parameters: JsonObject
     openai: JsonObject | None = None
+    native: Native | None = None
 
 
 @dataclass(slots=True)
@@ -180,3 +183,6 @@ class Delta:
     logprobs: JsonObject | None = None
     meta: ResponseMeta | None = None
     extra: Native | None = None  # the upstream's own fields of the turn, sent back with it next round
+    # Reasoning blocks whole as the upstream ended them (Anthropic's thinking with its signature, redacted
+    # thinking), for a front of the same format; their text came as `reasoning` already.
+    reasoning_blocks: list[Native] = field(default_factory=list)

@@ -13,6 +13,7 @@ from app.engine.events import (
     Event,
     Failed,
     Finished,
+    ReasoningBlock,
     ReasoningDelta,
 )
 from app.engine.turn import merged_logprobs
@@ -30,6 +31,7 @@ class Answer:
     meta: ResponseMeta
     logprobs: JsonObject | None = None
     extra: Native | None = None
+    reasoning_blocks: list[Native] = field(default_factory=list)  # every round's, in order
 
 
 @dataclass
@@ -39,6 +41,7 @@ class _Parts:
     reasoning_field: str = "reasoning_content"
     calls: list[ToolCall] = field(default_factory=list)
     logprobs: JsonObject | None = None
+    reasoning_blocks: list[Native] = field(default_factory=list)
 
 
 async def aggregate(events: AsyncIterable[Event]) -> Answer:
@@ -51,6 +54,8 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
         elif isinstance(event, ReasoningDelta):
             parts.reasoning.append(event.text)
             parts.reasoning_field = event.field
+        elif isinstance(event, ReasoningBlock):
+            parts.reasoning_blocks.append(event.native)
         elif isinstance(event, ClientToolCall):
             parts.calls.append(event.call)
         elif isinstance(event, Finished):
@@ -65,6 +70,7 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
                 meta=event.meta,
                 logprobs=parts.logprobs,
                 extra=event.extra,
+                reasoning_blocks=parts.reasoning_blocks,
             )
         elif isinstance(event, Failed):
             raise event.error

@@ -34,6 +34,14 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    """A reasoning block ended, whole as its upstream wrote it (Anthropic's thinking with its signature, or redacted
+    thinking): a front of the same format gives it to the client as it came. Its text came in `ReasoningDelta`s."""
+
+    native: Native
+
+
+@dataclass(frozen=True, slots=True)
 class ClientToolCall:
     """A call of the client's own tool: it ends the request and goes back to the client."""
 
@@ -138,6 +146,7 @@ Event = (
     RoundStarted
     | ContentDelta
     | ReasoningDelta
+    | ReasoningBlock
     | ClientToolCall
     | SearchDone
     | McpCallStarted

@@ -28,6 +28,7 @@ from app.engine.events import (
     Finished,
     McpCallFinished,
     McpCallStarted,
+    ReasoningBlock,
     ReasoningDelta,
     RoundFinished,
     RoundStarted,
@@ -110,6 +111,8 @@ class ChatLoop:
                     turn.add(delta)
                     if delta.reasoning:
                         yield ReasoningDelta(delta.reasoning, delta.reasoning_field)
+                    for block in delta.reasoning_blocks:
+                        yield ReasoningBlock(block)
                     if delta.content:
                         yield self._content(delta.content, delta.logprobs)
             if not turn.started:  # an upstream that closed the stream without a single chunk

@@ -32,6 +32,7 @@ from app.fronts.messages_wire import MessagesRequest, parse_messages_request
 
 TYPED_FIELDS = frozenset({"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences"})
 TYPED_FIELDS |= {"temperature", "top_p", "stream", "tool_set", "session_id", "metadata"}
+GATEWAY_TOOL_FIELDS = frozenset({"defer_loading"})  # a tool's fields the gateway acts on and never sends upstream
 
 
 def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
@@ -65,8 +66,11 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
         native=Native("anthropic", native) if native else None,
     )
     tools = [
-        ClientTool(ToolSpec(tool.name, tool.description or "", tool.input_schema), deferred=tool.defer_loading)
-        for tool in request.tools or ()
+        ClientTool(
+            ToolSpec(tool.name, tool.description or "", tool.input_schema, native=_native_tool(raw)),
+            deferred=tool.defer_loading,
+        )
+        for tool, raw in zip(request.tools or (), payload.get("tools") or (), strict=True)
     ]
     return ChatRequest(
         model=request.model,
@@ -77,6 +81,12 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
         tool_set=request.tool_set,
         session_id=request.session_id,
     )
+
+
+def _native_tool(raw: JsonObject) -> Native:
+    """The tool as the client sent it, for an Anthropic upstream (`cache_control`, `strict`, `input_examples`,
+    `eager_input_streaming`, ...), without what the gateway does itself: `defer_loading` is its deferral."""
+    return Native("anthropic", {key: value for key, value in raw.items() if key not in GATEWAY_TOOL_FIELDS})
 
 
 def _tool_choice(choice: JsonObject | None) -> tuple[str | JsonObject | None, bool | None]:
@@ -145,7 +155,7 @@ def _result_text(block: JsonObject) -> str:
 
 def message_json(answer: Answer, model: str) -> JsonObject:
     """A plain answer as an Anthropic `message`."""
-    content: list[JsonObject] = thinking_blocks(answer.extra)
+    content = thinking_blocks(answer.reasoning_blocks)  # every round's, signed, as a stream gives them
     if not content and answer.reasoning:
         content.append({"type": "thinking", "thinking": answer.reasoning, "signature": ""})
     if answer.content:

@@ -4,6 +4,10 @@
 
 Each SSE event names its type (`event: ...`), as Anthropic's do. The client's tool calls come at the end, each its
 own `tool_use` block; an error after the stream began is an `error` event.
+
+Every round's thinking is its own block, streamed as it comes. From an Anthropic upstream each thinking block ends
+with its own `signature_delta` and `redacted_thinking` blocks come whole, so a stream carries the same signed blocks
+as a plain answer, the rounds the gateway answered itself (searches, MCP calls) included.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from app.engine.events import (
     Event,
     Finished,
     KeepAlive,
+    ReasoningBlock,
     ReasoningDelta,
     RoundStarted,
 )
@@ -28,7 +33,7 @@ from app.errors import GatewayError
 from app.fronts.sse_wire import named_sse
 
 log = logging.getLogger("toolsift.stream")
-THINKING_BLOCKS = ("thinking", "redacted_thinking")
+THINKING = ("thinking", "redacted_thinking")
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
 
 
@@ -57,11 +62,9 @@ def usage_json(usage: Usage | None) -> JsonObject:
     }
 
 
-def thinking_blocks(extra: Native | None) -> list[JsonObject]:
-    """The thinking blocks (with their signatures) of an Anthropic upstream's last turn, untouched."""
-    if extra is None or extra.format != "anthropic":
-        return []
-    return [block for block in extra.value.get("content") or () if block.get("type") in THINKING_BLOCKS]
+def thinking_blocks(blocks: list[Native]) -> list[JsonObject]:
+    """Reasoning blocks as an Anthropic upstream wrote them (thinking with its signature, redacted thinking)."""
+    return [block.value for block in blocks if block.format == "anthropic" and block.value.get("type") in THINKING]
 
 
 def tool_input(call: ToolCall) -> JsonObject:
@@ -96,6 +99,8 @@ class MessagesStream:
         if isinstance(item, ReasoningDelta):
             start = self._block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
             return [*start, self._delta({"type": "thinking_delta", "thinking": item.text})]
+        if isinstance(item, ReasoningBlock):
+            return self._reasoning_block(item.native)
         if isinstance(item, ContentDelta):
             start = self._block("text", {"type": "text", "text": ""})
             return [*start, self._delta({"type": "text_delta", "text": item.text})]
@@ -111,12 +116,25 @@ class MessagesStream:
     def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
         return [event(self.error(error))]
 
-    def _finish(self, finished: Finished) -> list[str]:
-        signed = [block for block in thinking_blocks(finished.extra) if block.get("type") == "thinking"]
+    def _reasoning_block(self, native: Native) -> list[str]:
+        """A reasoning block ended upstream: a thinking block gets its signature and ends here too (a later one
+        is a block of its own); a redacted one is sent whole, as Anthropic streams it."""
+        block = next(iter(thinking_blocks([native])), None)
+        if block is None:
+            return []
+        if block["type"] == "redacted_thinking":
+            return [*self._block("redacted_thinking", block), *self._close()]
         out: list[str] = []
-        if self.open == "thinking" and signed and signed[-1].get("signature"):
-            out.append(self._delta({"type": "signature_delta", "signature": signed[-1]["signature"]}))
-        out += self._close()
+        if self.open != "thinking":  # a thinking block that streamed no text
+            out += self._block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+            if block.get("thinking"):
+                out.append(self._delta({"type": "thinking_delta", "thinking": block["thinking"]}))
+        if block.get("signature"):
+            out.append(self._delta({"type": "signature_delta", "signature": block["signature"]}))
+        return [*out, *self._close()]
+
+    def _finish(self, finished: Finished) -> list[str]:
+        out = self._close()
         for call in self.calls:
             out += self._block("tool_use", {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
             arguments = json.dumps(tool_input(call), ensure_ascii=False)

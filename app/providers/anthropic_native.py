@@ -3,8 +3,10 @@
 Messages that arrived in Anthropic's own format (the Messages front keeps each one's blocks in `native`) and turns
 an Anthropic upstream answered (their blocks in `extra`) are written back exactly as they were: thinking blocks
 with their signatures, `cache_control`, `tool_reference` and every block type added later. Everything else is
-translated through the chat-completions form as before. From answers, thinking blocks become reasoning for every
-front, and the whole content goes into `extra`, so the next round sends it back unchanged.
+translated through the chat-completions form as before; so are tools, except those a client sent in Anthropic's
+format, which go out as sent (`cache_control`, `strict`, ...). From answers, thinking becomes reasoning for every
+front, each thinking block also goes on whole as it ends (`reasoning_blocks`: a Messages client gets it signed), and
+the whole content goes into `extra`, so the next round sends it back unchanged.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.model import Delta, JsonObject, Message, Native, UpstreamRequest
+from app.core.model import Delta, JsonObject, Message, Native, ToolSpec, UpstreamRequest
 from app.providers.anthropic_format import _messages
 from app.providers.openai_format import message_to_openai
 
 SYSTEM_ROLES = ("system", "developer")
+THINKING = ("thinking", "redacted_thinking")
 
 
 def carries_native(request: UpstreamRequest) -> bool:
@@ -28,6 +31,7 @@ def carries_native(request: UpstreamRequest) -> bool:
 def with_native(body: JsonObject, request: UpstreamRequest) -> JsonObject:
     """`body` (the translated request) with its system prompt and messages written from the native blocks where
     there are any, and the request's Anthropic-only parameters (`thinking`, `top_k`, ...) added."""
+    body = _with_native_tools(body, request)
     if not carries_native(request):
         return body
     system: list[JsonObject] = []
@@ -53,6 +57,19 @@ def with_native(body: JsonObject, request: UpstreamRequest) -> JsonObject:
     if native is not None and native.format == "anthropic":
         body.update(native.value)
     return body
+
+
+def _with_native_tools(body: JsonObject, request: UpstreamRequest) -> JsonObject:
+    """Each tool a client sent in Anthropic's format as sent, in place of its translation and in the same place,
+    so a `cache_control` breakpoint stays on the tool that carried it."""
+    natives = [_native_tool(spec) for spec in request.tools]
+    if not any(natives):
+        return body
+    return {**body, "tools": [native or tool for native, tool in zip(natives, body["tools"], strict=True)]}
+
+
+def _native_tool(spec: ToolSpec) -> JsonObject | None:
+    return spec.native.value if spec.native is not None and spec.native.format == "anthropic" else None
 
 
 def _join(turns: list[dict[str, Any]], role: str, content: str | list[JsonObject]) -> None:
@@ -98,6 +115,7 @@ def with_thinking(delta: Delta, message: JsonObject) -> Delta:
     if thinking:
         delta.reasoning = thinking
     delta.extra = Native("anthropic", {"content": content})
+    delta.reasoning_blocks = [Native("anthropic", block) for block in content if block.get("type") in THINKING]
     return delta
 
 
@@ -121,6 +139,9 @@ class BlockCollector:
             except ValueError:
                 value = {}
             self.blocks[index]["input"] = value if isinstance(value, dict) else {}
+        elif kind == "content_block_stop" and isinstance(index, int) and index in self.blocks:
+            block = self.blocks[index]
+            return Delta(reasoning_blocks=[Native("anthropic", block)]) if block.get("type") in THINKING else None
         elif kind == "message_stop":
             return Delta(extra=Native("anthropic", {"content": [self.blocks[i] for i in sorted(self.blocks)]}))
         return None

@@ -8,6 +8,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import respx
 
 from app.config import parse_config
 from tests.support.gateway import GatewayFactory, load_example
@@ -72,18 +73,63 @@ def streamed(
     return sse(events)
 
 
+def streamed_message(content: list[dict[str, Any]], stop: str, usage: tuple[int, int] = (30, 7)) -> httpx.Response:
+    """`content` streamed as Anthropic streams it, one block at a time: a thinking block's text in two
+    `thinking_delta`s then its `signature_delta`, a redacted one whole at its start, text in a `text_delta`, a
+    tool call's input in an `input_json_delta`."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**message([], "", (usage[0], 1)), "stop_reason": None}}
+    ]
+    for index, block in enumerate(content):
+        start: dict[str, Any] = dict(block)
+        deltas: list[dict[str, Any]] = []
+        if block["type"] == "thinking":
+            text, half = block["thinking"], len(block["thinking"]) // 2
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": part} for part in (text[:half], text[half:])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif block["type"] == "text":
+            start, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": block["text"]}]
+        elif block["type"] == "tool_use":
+            start = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events += [{"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    events += [
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": usage[1]}},
+        {"type": "message_stop"},
+    ]
+    return sse(events)
+
+
+def scripted_anthropic(router: respx.MockRouter) -> tuple[list[dict[str, Any]], list[httpx.Response]]:
+    """The Anthropic upstream on `router`: the calls it received (body and headers) and the replies it gives, in
+    order (push httpx.Responses onto them)."""
+    calls: list[dict[str, Any]] = []
+    replies: list[httpx.Response] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append({"body": json.loads(request.content), "headers": request.headers})
+        return replies.pop(0)
+
+    router.post(f"{ANTHROPIC_UPSTREAM}/messages").mock(side_effect=answer)
+    return calls, replies
+
+
+CLAUDE_PROVIDER = {
+    "type": "anthropic",
+    "base_url": ANTHROPIC_UPSTREAM,
+    "api_key": "sk-ant-test",
+    "max_tokens": 1024,
+    "max_retries": 0,
+}
+
+
 def anthropic_config(**extra: Any) -> Any:
     return parse_config(
         {
-            "providers": {
-                "claude": {
-                    "type": "anthropic",
-                    "base_url": ANTHROPIC_UPSTREAM,
-                    "api_key": "sk-ant-test",
-                    "max_tokens": 1024,
-                    "max_retries": 0,
-                }
-            },
+            "providers": {"claude": CLAUDE_PROVIDER},
             "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
             "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
             **extra,
