@@ -35,7 +35,7 @@ _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _TIME = re.compile(r"\b(\d{1,2}):(\d{2})\b|\b(\d{1,2})\s*(am|pm)\b", re.IGNORECASE)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _URL = re.compile(r"https?://[^\s'\"<>]+")
-_DICTATED = re.compile(r"^\s*[A-Za-z][\w ]{0,30}:\s+(\S.*?)\s*$", re.DOTALL)
+_DICTATED = re.compile(r"^\s*[A-Za-z][\w ]{0,30}:\s+(\S.*)", re.DOTALL)  # no backtracking over long texts
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<!\w)'([^']+)'(?!\w)")
 _CODE = re.compile(r"\b[A-Z]{2,5}\b")
 _NUMBER = re.compile(r"([$€£]\s?)?(?<![\w.])(\d[\d,]*(?:\.\d+)?)(?!\d)(\s*%|\s*[A-Za-z]+)?")
@@ -132,7 +132,7 @@ class Facts:
 def read_facts(text: str) -> Facts:
     facts = Facts(text=text, words=words(text))
     dictated = _DICTATED.match(text)
-    facts.dictated = dictated[1].rstrip(".") if dictated else None
+    facts.dictated = dictated[1].strip().rstrip(".") if dictated else None
     rest = text
     for match in _QUOTED.finditer(text):
         facts.quoted.append(next(group for group in match.groups() if group is not None))
