@@ -23,7 +23,14 @@ from app.discovery import models as model_store
 from app.discovery.semantic import SemanticSearch
 from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused
-from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows
+from app.inspection import (
+    check_server,
+    every_discovery,
+    manifest_report,
+    model_discovery,
+    search_report,
+    tool_rows,
+)
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager, ServerState
 from app.render import table
@@ -86,16 +93,18 @@ async def check(config: Config, _: argparse.Namespace) -> int:
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:
-    if args.server is not None and args.server not in config.mcp_servers:  # before starting every server
-        print(f"toolsift: unknown server {args.server!r}; servers: {', '.join(config.mcp_servers)}", file=sys.stderr)
+    try:
+        check_server(config, args.server)  # before starting every server
+    except RequestRefused as exc:
+        print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
     async with connected(config) as manager:
         try:
-            rows = tool_rows(manager.catalog, config, args.tool_set)
+            rows = tool_rows(manager.catalog, config, args.tool_set, args.server)
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
-    return render.tools(rows, args.server)
+    return render.tools(rows)
 
 
 async def manifest(config: Config, args: argparse.Namespace) -> int:
@@ -119,7 +128,9 @@ async def search(config: Config, args: argparse.Namespace) -> int:
             discovery = model_discovery(
                 manager.catalog, config, args.tool_set, DiscoveryCache(_max_tokens(config), semantic)
             )
-            every = EveryToolIndex(semantic).get(manager.catalog, config, args.tool_set)
+            every = every_discovery(
+                manager.catalog, config, args.tool_set, DiscoveryCache(semantic=semantic, everything=True)
+            )
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2

@@ -16,12 +16,16 @@ from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.request_tools import DiscoveryCache, mcp_groups, prepare_request_tools
+from app.engine.request_tools import DiscoveryCache, prepare_request_tools
 from app.errors import RequestRefused
 
 
-def tool_rows(catalog: Catalog, config: Config, tool_set: str | None) -> list[dict[str, Any]]:
-    """Every MCP tool of `tool_set` (all without one) with its status; RequestRefused for an unknown tool set."""
+def tool_rows(
+    catalog: Catalog, config: Config, tool_set: str | None, server: str | None = None
+) -> list[dict[str, Any]]:
+    """Every MCP tool of `tool_set` (all without one), of `server` if given, with its status; RequestRefused for
+    an unknown tool set or server."""
+    check_server(config, server)
     return [
         {
             "name": entry.name,
@@ -32,6 +36,7 @@ def tool_rows(catalog: Catalog, config: Config, tool_set: str | None) -> list[di
             "tokens": entry.tokens,
         }
         for entry in select_mcp_tools(catalog, config, tool_set)
+        if server is None or entry.server == server
     ]
 
 
@@ -41,25 +46,16 @@ def model_discovery(catalog: Catalog, config: Config, tool_set: str | None, cach
     return prepare_request_tools(catalog, config, request, cache).discovery
 
 
-class EveryToolIndex:
-    """Every MCP tool of a tool set, loaded or deferred, searchable as one: the operator's view, which shows the
-    loaded tool that answers a query the model's search (deferred tools only) finds nothing for. Built once per
-    catalog version and tool set; its loaded tools get vectors like the deferred ones."""
+def every_discovery(catalog: Catalog, config: Config, tool_set: str | None, cache: DiscoveryCache) -> Discovery | None:
+    """Every MCP tool of `tool_set`, loaded or deferred, searchable as one (`cache` built with `everything`)."""
+    return cache.get(catalog, tool_set, select_mcp_tools(catalog, config, tool_set))
 
-    def __init__(self, semantic: SemanticSearch | None = None) -> None:
-        self.semantic = semantic
-        self._version = -1
-        self._built: dict[str | None, Discovery | None] = {}
 
-    def get(self, catalog: Catalog, config: Config, tool_set: str | None) -> Discovery | None:
-        if catalog.version != self._version:
-            self._version, self._built = catalog.version, {}
-        if tool_set not in self._built:
-            entries = select_mcp_tools(catalog, config, tool_set)
-            self._built[tool_set] = (
-                Discovery.build(mcp_groups(catalog, entries), semantic=self.semantic) if entries else None
-            )
-        return self._built[tool_set]
+def check_server(config: Config, server: str | None) -> None:
+    """RequestRefused naming the configured servers when `server` is none of them."""
+    if server is not None and server not in config.mcp_servers:
+        servers = ", ".join(config.mcp_servers) or "(none)"
+        raise RequestRefused(f"unknown server {server!r}; servers: {servers}", param="server")
 
 
 def manifest_report(discovery: Discovery | None) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int | None:
     try:
         if args.command == "tools":
             params.update({"server": args.server} if args.server else {})
-            return render.tools(fetch(args, "tools", params)["tools"], args.server)
+            return render.tools(fetch(args, "tools", params)["tools"])
         if args.command == "manifest":
             return render.manifest(fetch(args, "manifest", params))
         params.update(query=args.query, **{"server": args.server} if args.server else {})

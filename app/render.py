@@ -22,9 +22,8 @@ def short(text: str, limit: int = 70) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def tools(rows: list[dict[str, Any]], server: str | None) -> int:
-    shown = [row for row in rows if server is None or row["server"] == server]
-    lines = [(row["name"], row["server"], row["status"], short(row["description"], 60)) for row in shown]
+def tools(rows: list[dict[str, Any]]) -> int:
+    lines = [(row["name"], row["server"], row["status"], short(row["description"], 60)) for row in rows]
     for line in table(lines, ["tool", "server", "status", "description"]):
         print(line)
     return 0

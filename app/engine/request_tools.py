@@ -38,11 +38,19 @@ class ToolKind(Enum):
 
 
 class DiscoveryCache:
-    """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it."""
+    """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it. With
+    `everything`, every MCP tool is searchable, loaded ones too: the operator's view (toolsift search, the console),
+    which shows the loaded tool that answers a query the model's search finds nothing for."""
 
-    def __init__(self, manifest_max_tokens: int = DEFAULT_MAX_TOKENS, semantic: SemanticSearch | None = None) -> None:
+    def __init__(
+        self,
+        manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
+        semantic: SemanticSearch | None = None,
+        everything: bool = False,
+    ) -> None:
         self.manifest_max_tokens = manifest_max_tokens
         self.semantic = semantic
+        self.everything = everything
         self._version = -1
         self._by_tool_set: dict[str | None, Discovery | None] = {}
 
@@ -51,14 +59,15 @@ class DiscoveryCache:
         if catalog.version != self._version:
             self._version, self._by_tool_set = catalog.version, {}
         if tool_set not in self._by_tool_set:
-            deferred = [entry for entry in mcp if entry.deferred]
+            searchable = [entry for entry in mcp if entry.deferred or self.everything]
+            loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
             self._by_tool_set[tool_set] = (
                 Discovery.build(
-                    mcp_groups(catalog, deferred, [entry for entry in mcp if not entry.deferred]),
+                    mcp_groups(catalog, searchable, loaded),
                     self.manifest_max_tokens,
                     semantic=self.semantic,
                 )
-                if deferred
+                if searchable
                 else None
             )
         return self._by_tool_set[tool_set]

@@ -18,8 +18,9 @@ from starlette.routing import BaseRoute, Route
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.search import Discovery, prepare_query
 from app.engine.gateway import Gateway
+from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused, error_body
-from app.inspection import EveryToolIndex, manifest_report, model_discovery, search_report, tool_rows
+from app.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import _loopback
 
@@ -57,7 +58,7 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
 class AdminApi:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self.every = EveryToolIndex(gateway.semantic)
+        self.every = DiscoveryCache(semantic=gateway.semantic, everything=True)
         config = gateway.config
         self.api_keys = [key.encode() for key in config.auth.api_keys if key]
         self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
@@ -111,14 +112,10 @@ class AdminApi:
         return {"servers": servers, "search": self.gateway.semantic.status()}
 
     async def _tools(self, request: Request) -> dict[str, Any]:
-        tool_set, server = _text(request, "tool_set"), _text(request, "server")
+        tool_set = _text(request, "tool_set")
         config = self.gateway.config
-        if server is not None and server not in config.mcp_servers:
-            servers = ", ".join(config.mcp_servers) or "(none)"
-            raise RequestRefused(f"unknown server {server!r}; servers: {servers}", param="server")
-        tools = tool_rows(self.gateway.mcp.catalog, config, tool_set)
-        shown = [tool for tool in tools if server is None or tool["server"] == server]
-        return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": shown}
+        tools = tool_rows(self.gateway.mcp.catalog, config, tool_set, _text(request, "server"))
+        return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
 
     async def _manifest(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
@@ -131,7 +128,7 @@ class AdminApi:
         limit = _number(request, "k", self.gateway.config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
         discovery = self._discovery(tool_set)
-        every = self.every.get(self.gateway.mcp.catalog, self.gateway.config, tool_set)
+        every = every_discovery(self.gateway.mcp.catalog, self.gateway.config, tool_set, self.every)
         await prepare_query(discovery or every, query)  # the query's vectors off the event loop, as for a model
         return {"query": query, **search_report(discovery, query, _text(request, "server"), limit, every)}
 
