@@ -166,37 +166,27 @@ def models(config: Config, args: argparse.Namespace) -> int:
 
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
-    from app.engine.tasks import TaskRunner
+    from app.engine.gateway import Gateway
     from app.mcp.front.server import Front
-    from app.providers import Router
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
-    guard_secrets(config.secrets())
-    manager = McpManager(config)
-    semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
-    await semantic.start()  # as in the gateway: keyword search at once, hybrid once the tools are embedded
-    await manager.start()
-    router = Router(config)
+    gateway = Gateway(config)
+    await gateway.start()  # as serve does: keyword search at once, hybrid once the tools are embedded
     try:
         mode = args.mode or config.mcp_front.mode
         front = Front()
-        front.semantic = semantic
-        run_task = config.mcp_front.run_task
-        if run_task is not None:
-            cache = DiscoveryCache(config.tool_discovery.manifest_max_tokens, semantic)
-            front.tasks = TaskRunner(config, run_task, router, manager, cache)
+        front.semantic = gateway.semantic
+        front.tasks = gateway.tasks
         try:
-            front.populate(manager, config, mode, args.tool_set)
+            front.populate(gateway.mcp, config, mode, args.tool_set)
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
-        front.keep_in_sync(manager, config, mode, args.tool_set)
+        front.keep_in_sync(gateway.mcp, config, mode, args.tool_set)
         await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
         return 0
     finally:
-        await semantic.aclose()
-        await manager.stop()
-        await router.aclose()
+        await gateway.stop()
 
 
 def _pull(model_id: str, endpoint: str | None) -> int:

@@ -8,9 +8,9 @@ A domain type, low in the tree so the engine and the fronts can use it; how a ga
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from starlette.types import Scope
+from typing import Any
 
 SCOPE_KEY = "toolsift.identity"
 
@@ -30,7 +30,7 @@ class Identity:
 ANONYMOUS = Identity("anonymous")  # every caller when no gateway keys are set, and the local stdio client
 
 
-def identity_of(scope: Scope) -> Identity:
+def identity_of(scope: Mapping[str, Any]) -> Identity:
     """The caller of this request: the key middleware's verdict, or the anonymous identity without keys."""
     found = scope.get(SCOPE_KEY)
     return found if isinstance(found, Identity) else ANONYMOUS

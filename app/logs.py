@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from contextvars import ContextVar
+from secrets import token_hex
 from typing import Any
 
 from app import redaction
@@ -46,3 +47,8 @@ def guard_secrets(secrets: Iterable[str]) -> int:
     """Redact `secrets` from logs and outgoing text from now on; the token is for `redaction.unregister`."""
     install_log_hooks()
     return redaction.register(secrets)
+
+
+def new_request_id() -> str:
+    """A fresh request id, for a request whose client sent none (or none usable)."""
+    return f"req_{token_hex(8)}"

@@ -1,7 +1,16 @@
-"""The gateway's long-lived parts, shared by every request: config, MCP connections, providers, caches."""
+"""The gateway: its long-lived parts (config, MCP connections, providers, caches) and `run`, the one entry every
+front calls to handle a request.
+
+`run` is the whole use case of one request: route the model, build the request's tools (with what its session
+found before), run the loop, count its events, remember what it found. The server edge, the MCP front's
+`run_task` and the tests all come in here, so a per-request rule (limits, budgets, audit) is written once.
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from app import redaction
@@ -9,15 +18,33 @@ from app.config import Config
 from app.core.catalog import select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.semantic import SemanticSearch
+from app.engine.caller import Caller
+from app.engine.events import Event, Failed, Finished
+from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
+from app.engine.record import RequestRecord
 from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
 from app.engine.responses_store import response_store
-from app.engine.sessions import SessionKey, session_store
+from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
+
+
+@dataclass
+class Run:
+    """One request under way: where it was routed, and its events. Iterating it runs the loop; the events are
+    counted into `record` as they pass, and what the request found is remembered for its session when they end."""
+
+    provider: str
+    model: str
+    record: RequestRecord
+    events: AsyncGenerator[Event, None]
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self.events
 
 
 class Gateway:
@@ -34,7 +61,7 @@ class Gateway:
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
         run_task = config.mcp_front.run_task
-        self.tasks = TaskRunner(config, run_task, self.router, self.mcp, self.discovery) if run_task else None
+        self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         sessions = config.sessions
         self.sessions = session_store(
             sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
@@ -62,6 +89,45 @@ class Gateway:
         await self.sessions.aclose()
         await self.responses.aclose()
         redaction.unregister(self._secrets)
+
+    async def run(
+        self,
+        request: ChatRequest,
+        caller: Caller,
+        *,
+        policy: CallPolicy | None = None,
+        max_rounds: int | None = None,
+    ) -> Run:
+        """Route `request`, build its tools and return its run, ready to iterate. What makes it impossible (an
+        unknown model, a refused session id or toolset) is raised here, before any event; what fails later is a
+        `Failed` event. `policy` may refuse tool calls; `max_rounds` overrides the config's."""
+        config = self.config
+        if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
+            redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
+        route = self.router.route(request.model, caller.upstream_key)
+        session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
+        tools = await self.request_tools(request, session)
+        loop = ChatLoop(route, tools, self.mcp, max_rounds or config.max_rounds, policy=policy)
+        record = RequestRecord()
+
+        async def events() -> AsyncGenerator[Event, None]:
+            remembered = False
+            try:
+                async with aclosing(record.observe(loop.events(request))) as observed:
+                    async for event in observed:
+                        if isinstance(event, Finished | Failed) and not remembered:
+                            remembered = True  # before the last event: its reader may stop there
+                            await self._remember(session, tools)
+                        yield event
+            finally:
+                if not remembered:  # the client left mid-way: what was found still counts
+                    await self._remember(session, tools)
+
+        return Run(route.provider.name, route.model, record, events())
+
+    async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
+        if session is not None:
+            await self.sessions.remember(session, tools.discovered)
 
     async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
         remembered = await self.sessions.tools(session) if session is not None else []

@@ -16,10 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
-from starlette.types import Scope
-
 from app.errors import RequestRefused
-from app.identity import Identity, identity_of
+from app.identity import Identity
 
 log = logging.getLogger("toolsift.sessions")
 KEY_PREFIX = "toolsift:session:"
@@ -32,18 +30,18 @@ class SessionKey(NamedTuple):
     id: str
 
 
-def session_of(scope: Scope, header: str | None, body: str | None, limit: int) -> SessionKey | None:
-    """The request's session: its caller and its id (the `X-Session-Id` header wins over body `session_id`;
-    both have the same cap), or None without an id."""
-    for value, param in ((header, "X-Session-Id"), (body, "session_id")):
+def session_for(identity: Identity, transport: str | None, body: str | None, limit: int) -> SessionKey | None:
+    """The request's session: its caller and its id (the transport's `X-Session-Id` wins over a body's
+    `session_id`; both have the same cap), or None without an id."""
+    for value, param in ((transport, "X-Session-Id"), (body, "session_id")):
         if value and len(value) > limit:
             raise RequestRefused(
                 f"Invalid request: '{param}' is {len(value):,} characters; this gateway accepts at most {limit:,}.",
                 param=param,
                 code="session_id_too_long",
             )
-    session_id = header or body
-    return SessionKey(identity_of(scope), session_id) if session_id else None
+    session_id = transport or body
+    return SessionKey(identity, session_id) if session_id else None
 
 
 class Sessions(Protocol):

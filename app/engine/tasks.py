@@ -11,17 +11,29 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
-from app.config import Config, RunTaskConfig
+from app.config import RunTaskConfig
 from app.core.catalog import ToolEntry
 from app.core.model import ChatRequest, Message, Options, Usage
+from app.engine.caller import Caller
 from app.engine.events import CallRefused, ContentDelta, Event, Failed, Finished, McpCallFinished, SearchDone
-from app.engine.loop import ChatLoop
+from app.engine.loop import CallPolicy
 from app.engine.record import RequestRecord
-from app.engine.request_tools import DiscoveryCache, tools_for
 from app.errors import GatewayError, RequestRefused
 from app.mcp.client.connections import McpManager
-from app.providers import Router
+
+if TYPE_CHECKING:
+    from app.engine.gateway import Run
+
+
+class RunEntry(Protocol):
+    """`Gateway.run`: the one entry a task goes through, as every chat request does."""
+
+    async def __call__(
+        self, request: ChatRequest, caller: Caller, *, policy: CallPolicy | None = ..., max_rounds: int | None = ...
+    ) -> Run: ...
+
 
 DESTRUCTIVE = "its server marks it destructive (destructiveHint), and run_task does not run destructive tools here"
 
@@ -79,28 +91,29 @@ class TaskReport:
 
 
 class TaskRunner:
-    def __init__(
-        self, config: Config, settings: RunTaskConfig, router: Router, mcp: McpManager, cache: DiscoveryCache
-    ) -> None:
-        self.config = config
+    def __init__(self, settings: RunTaskConfig, run: RunEntry, mcp: McpManager) -> None:
         self.settings = settings
-        self.router = router
-        self.mcp = mcp
-        self.cache = cache
+        self.mcp = mcp  # whose catalog a task's tool set is checked against
+        self._run_request = run
 
     async def run(
-        self, task: str, tool_set: str | None, on_event: Callable[[Event], Awaitable[None]] | None = None
+        self,
+        task: str,
+        tool_set: str | None,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+        caller: Caller | None = None,
     ) -> TaskReport:
-        record = RequestRecord()
+        records: list[RequestRecord] = []  # the run's record, once it started
         answer: list[str] = []  # the answer's text, collected as it comes
         report = TaskReport("", "error", 0, None)
         try:
             async with asyncio.timeout(self.settings.deadline_seconds):
-                await self._run(task, tool_set, record, answer, report, on_event)
+                await self._run(task, tool_set, caller or Caller(), records, answer, report, on_event)
         except TimeoutError:
             report.error = f"stopped at the run_task deadline of {self.settings.deadline_seconds:g} s"
         except (GatewayError, RequestRefused) as exc:
             report.error = exc.message
+        record = records[0] if records else RequestRecord()
         report.answer = "".join(answer)
         report.rounds, report.usage = record.rounds, record.usage
         report.calls, report.searches = record.mcp_calls, record.searches
@@ -110,7 +123,8 @@ class TaskRunner:
         self,
         task: str,
         tool_set: str | None,
-        record: RequestRecord,
+        caller: Caller,
+        records: list[RequestRecord],
         answer: list[str],
         report: TaskReport,
         on_event: Callable[[Event], Awaitable[None]] | None,
@@ -119,10 +133,15 @@ class TaskRunner:
         if self.settings.system_prompt:
             messages.insert(0, Message("system", self.settings.system_prompt))
         request = ChatRequest(self.settings.model, messages, [], Options(), tool_set=tool_set)
-        route = self.router.route(self.settings.model)
-        tools = await tools_for(self.mcp.catalog, self.config, request, self.cache)
-        loop = ChatLoop(route, tools, self.mcp, self.settings.max_rounds, policy=self._policy)
-        async for event in record.observe(loop.events(request)):
+        # The task's own model, never a caller's upstream key: run_task is the gateway's, with its configured key.
+        run = await self._run_request(
+            request,
+            Caller(caller.identity, caller.request_id),
+            policy=self._policy,
+            max_rounds=self.settings.max_rounds,
+        )
+        records.append(run.record)
+        async for event in run:
             if isinstance(event, CallRefused):
                 report.refused.append(event)
             elif isinstance(event, Finished):

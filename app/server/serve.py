@@ -1,5 +1,8 @@
-"""The pipeline every front's request goes through: body -> the front's parse -> model route -> the request's
-tools -> the loop -> the front's answer or stream, with one log line at the end.
+"""The edge of every front's request: read the body, let the front parse it, call the engine's one entry
+(`Gateway.run`), and render its events as the front's answer or stream, with one log line at the end.
+
+What the engine needs of the connection (who calls, the request id, the session header, the caller's own upstream
+key) is read here into a plain `Caller`; nothing below this module reads a scope or a header.
 
 Every failure is answered in the front's own error shape; tracebacks stay in the log. The log line and metrics
 are counted from the loop's events (app.engine.record), never from the loop's insides.
@@ -17,13 +20,10 @@ from typing import Any, TypeVar
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from app import redaction
 from app.engine.answer import aggregate
+from app.engine.caller import Caller
 from app.engine.gateway import Gateway
-from app.engine.loop import ChatLoop
 from app.engine.record import RequestRecord
-from app.engine.request_tools import RequestTools
-from app.engine.sessions import SessionKey, session_of
 from app.errors import GatewayError, RequestRefused
 from app.fronts.base import Call, Front, Limits
 from app.fronts.messages import MessagesFront
@@ -47,32 +47,25 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
     started = time.perf_counter()
     config = gateway.config
-    call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
+    identity = identity_of(request.scope)
+    call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools))
     facts: dict[str, Any] = {"model": None, "provider": None}
     record = RequestRecord()
     try:
         chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
         chat = call.request = await front.prepare(chat, call)
         facts["model"] = chat.model
-        client_key = _client_upstream_key(headers, gateway)
-        if client_key and any(provider.forward_client_auth for provider in config.providers.values()):
-            redaction.add_request_secret(client_key)  # an upstream may echo the caller's own key too
-        route = gateway.router.route(chat.model, client_key)
-        facts["provider"], call.model = route.provider.name, route.model
-        session = session_of(request.scope, headers.get("x-session-id"), chat.session_id, config.max_session_id_chars)
-        tools = await gateway.request_tools(chat, session)
-        loop = ChatLoop(route, tools, gateway.mcp, config.max_rounds)
-        events = record.observe(loop.events(chat))
+        caller = Caller(identity, request_id, headers.get("x-session-id"), _client_upstream_key(headers, gateway))
+        run = await gateway.run(chat, caller)
+        facts["provider"], call.model, record = run.provider, run.model, run.record
         if chat.stream:
             facts["stream"] = True
-            return _stream(gateway, front, front.stream(events, call), call, started, facts, record, session, tools)
+            return _stream(gateway, front, front.stream(run.events, call), call, started, facts, record)
         remaining = max(config.request_deadline - (time.perf_counter() - started), 0.001)
         try:
-            answer = await run_while_connected(request.receive, aggregate(events), remaining)
+            answer = await run_while_connected(request.receive, aggregate(run.events), remaining)
         except TimeoutError:
             raise _deadline_error(gateway) from None
-        if session is not None:
-            await gateway.sessions.remember(session, tools.discovered)
         response: Response = JSONResponse(await front.answer(answer, call))
     except ClientGone:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
@@ -144,8 +137,6 @@ def _stream(
     started: float,
     facts: dict[str, Any],
     record: RequestRecord,
-    session: SessionKey | None,
-    tools: RequestTools,
 ) -> Response:
     """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
 
@@ -153,8 +144,6 @@ def _stream(
         return (exc.status, front.error(exc)) if isinstance(exc, GatewayError) else _unexpected(front, call.request_id)
 
     async def close(status: int) -> None:
-        if session is not None:
-            await gateway.sessions.remember(session, tools.discovered)
         _log_request(gateway, call.request_id, status, started, facts, record)
 
     timeout = _deadline_error(gateway)
