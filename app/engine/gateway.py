@@ -31,6 +31,7 @@ from app.engine.tasks import TaskRunner
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
+from app.providers.base import Provider
 
 
 @dataclass
@@ -50,14 +51,18 @@ class Run:
 class Gateway:
     """Everything a request needs that outlives it: config, MCP connections, providers, caches."""
 
-    def __init__(self, config: Config, mcp_targets: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, config: Config, mcp_targets: dict[str, Any] | None = None, providers: dict[str, Provider] | None = None
+    ) -> None:
+        """`mcp_targets` (in-memory MCP servers) and `providers` (in-memory upstreams) stand in for configured
+        ones of the same name."""
         self.config = config
         self.started = False
         self._secrets = guard_secrets(config.secrets())
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
-        self.router = Router(config)
+        self.router = Router(config, providers)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
         run_task = config.mcp_front.run_task

@@ -23,12 +23,15 @@ class Route:
 class Router:
     """`model` names an entry of `models` (alias -> provider, model, params) or goes to the default provider."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, providers: dict[str, Provider] | None = None) -> None:
+        """`providers` stand in for configured ones of the same name (an in-memory upstream, as httpx's
+        MockTransport stands in for a network): the engine then runs without HTTP."""
         self.config = config
-        self.providers: dict[str, Provider] = {}
+        self.providers: dict[str, Provider] = dict(providers or {})
         for name, provider in config.providers.items():
-            kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
-            self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
+            if name not in self.providers:
+                kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
+                self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
 
     def route(self, model: str, client_key: str | None = None) -> Route:
         """Where `model` goes. `client_key` (the caller's bearer token) is used only by providers configured
