@@ -20,8 +20,8 @@ from app import render, tokens
 from app.config import Config
 from app.core.catalog import select_mcp_tools
 from app.discovery import models as model_store
+from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
-from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused
 from app.inspection import (
     check_server,
@@ -167,22 +167,18 @@ def models(config: Config, args: argparse.Namespace) -> int:
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
     from app.engine.gateway import Gateway
-    from app.mcp.front.server import Front
+    from app.fronts.mcp.server import McpFront
 
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     gateway = Gateway(config)
     await gateway.start()  # as serve does: keyword search at once, hybrid once the tools are embedded
     try:
-        mode = args.mode or config.mcp_front.mode
-        front = Front()
-        front.semantic = gateway.semantic
-        front.tasks = gateway.tasks
+        front = McpFront(gateway, args.mode or config.mcp_front.mode, args.tool_set)
         try:
-            front.populate(gateway.mcp, config, mode, args.tool_set)
+            front.served()
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
-        front.keep_in_sync(gateway.mcp, config, mode, args.tool_set)
         await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
         return 0
     finally:

@@ -12,11 +12,12 @@ from app import tokens
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest, Options
+from app.discovery.cache import DiscoveryCache
 from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.request_tools import DiscoveryCache, prepare_request_tools
+from app.engine.request_tools import prepare_request_tools
 from app.errors import RequestRefused
 
 

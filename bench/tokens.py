@@ -32,7 +32,8 @@ from app import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
 from app.core.catalog import build_catalog  # noqa: E402
 from app.core.model import ChatRequest  # noqa: E402
-from app.engine.request_tools import DiscoveryCache, RequestTools, prepare_request_tools  # noqa: E402
+from app.discovery.cache import DiscoveryCache  # noqa: E402
+from app.engine.request_tools import RequestTools, prepare_request_tools  # noqa: E402
 from app.fronts.chat_completions import chat_request  # noqa: E402
 from app.fronts.chat_wire import parse_chat_request  # noqa: E402
 from app.providers.openai_format import tool_to_openai  # noqa: E402

@@ -13,9 +13,9 @@ import pytest
 
 from app.config import load_config
 from app.core.catalog import build_catalog
+from app.discovery.cache import mcp_groups
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.request_tools import mcp_groups
 from tests.support import ROOT, SERVERS, free_port, load_example
 
 pytestmark = pytest.mark.e2e

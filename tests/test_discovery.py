@@ -10,10 +10,10 @@ import pytest
 
 from app import tokens
 from app.core.catalog import Catalog, ToolEntry, build_catalog, exposed_name, select_mcp_tools
+from app.discovery.cache import mcp_groups
 from app.discovery.index import describe_locations, tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
-from app.engine.request_tools import mcp_groups
 from app.errors import RequestRefused
 from tests.support import make_config
 

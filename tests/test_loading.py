@@ -14,7 +14,8 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from app.mcp.client.connections import McpManager
-from app.mcp.front.server import Front
+from app.engine.gateway import Gateway
+from app.fronts.mcp.server import McpFront
 from tests.support import ROOT, SERVERS, Upstream, chat_body, completion, free_port, make_config
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
@@ -125,11 +126,10 @@ async def test_a_search_loads_the_found_tools_siblings_for_the_next_round(
 @pytest.mark.unit
 async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_siblings() -> None:
     config = tracker_config(["list_projects"], load_related=1, max_search_results=1)
-    manager = McpManager(config, {"tracker": tracker()})
-    await manager.start()
+    gateway = Gateway(config, {"tracker": tracker()})
+    await gateway.start()
     try:
-        front = Front()
-        front.populate(manager, config, "lazy")
+        front = McpFront(gateway, "lazy")
         async with Client(front.server) as client:
             listed = [tool.name for tool in await client.list_tools()]
             assert listed == ["tracker__list_projects", "search_tools"]
@@ -143,7 +143,7 @@ async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_sibl
                 "tracker__list_projects",
             ]
     finally:
-        await manager.stop()
+        await gateway.stop()
 
 
 @pytest.mark.e2e

@@ -121,16 +121,15 @@ async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(fron
 @pytest.mark.unit
 async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     from app.config import parse_config
-    from app.mcp.client.connections import McpManager
-    from app.mcp.front.server import Front
+    from app.engine.gateway import Gateway
+    from app.fronts.mcp.server import McpFront
 
     config = parse_config({"mcpServers": {"lab": {"command": "unused", "defer_loading": True}}}, environ={})
-    manager = McpManager(config, {"lab": growing_server()})
-    await manager.start()
+    gateway = Gateway(config, {"lab": growing_server()})
+    await gateway.start()
+    manager = gateway.mcp
     try:
-        front = Front()
-        front.populate(manager, config, "full")
-        front.keep_in_sync(manager, config, "full", None)
+        front = McpFront(gateway, "full")
         changes = ListChanged()
         async with Client(front.server, message_handler=changes) as client:
             assert await names(client) == ["lab__enable_spectrometer"]
@@ -141,7 +140,7 @@ async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
             ran = await client.call_tool_mcp("lab__measure_spectrum", {"sample": "neon"})
             assert "neon" in text(ran)
     finally:
-        await manager.stop()
+        await gateway.stop()
 
 
 @pytest.mark.e2e

@@ -17,6 +17,7 @@ from app import redaction
 from app.config import Config
 from app.core.catalog import select_mcp_tools
 from app.core.model import ChatRequest
+from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished
@@ -24,7 +25,7 @@ from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
 from app.engine.record import RequestRecord
-from app.engine.request_tools import DiscoveryCache, RequestTools, tools_for
+from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner

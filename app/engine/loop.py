@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 
 from app.core.catalog import ToolEntry
 from app.core.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
-from app.discovery.search import shown_name
 from app.engine.events import (
     CallRefused,
     ClientToolCall,
@@ -183,7 +182,7 @@ class ChatLoop:
                     pending[task] = (index, call.name, entry.server)
                     yield McpCallStarted(call.name, entry.server)
                 else:
-                    results[index] = self._refusal(call.name, kind)
+                    results[index] = self.tools.refusal(call.name, kind)
             while pending:
                 done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
@@ -215,17 +214,6 @@ class ChatLoop:
         outcome = self.tools.search(arguments)
         loaded = tuple(entry.name for entry in [*outcome.found, *outcome.related])
         return outcome.text, SearchDone(query, loaded, outcome.weak)
-
-    def _refusal(self, name: str, kind: ToolKind) -> str:
-        name = shown_name(name)  # a model's name is anything
-        if kind is ToolKind.NOT_LOADED:
-            return (
-                f"Error: Tool '{name}' is not loaded yet, so it was not run. Call search_tools with "
-                f'{{"tool_names": ["{name}"]}} first, then call it again.'
-            )
-        hint = " Use search_tools to find the right tool." if self.tools.discovery else ""
-        loaded = ", ".join(self.tools.loaded_names) or "none"
-        return f"Error: Unknown tool '{name}'. Loaded tools: {loaded}.{hint}"
 
     def round_limit_text(self) -> str:
         return (

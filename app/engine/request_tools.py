@@ -21,10 +21,18 @@ from app.core.catalog import (
     select_mcp_tools,
 )
 from app.core.model import ChatRequest, Message, ToolSpec
-from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
+from app.discovery.cache import DiscoveryCache
+from app.discovery.manifest import ManifestGroup
 from app.discovery.related import with_related
-from app.discovery.search import Discovery, SearchOutcome, clean_query, prepare_query, run_search, scored_tools
-from app.discovery.semantic import SemanticSearch
+from app.discovery.search import (
+    Discovery,
+    SearchOutcome,
+    clean_query,
+    prepare_query,
+    run_search,
+    scored_tools,
+    shown_name,
+)
 
 CLIENT_GROUP = "client"
 
@@ -35,58 +43,6 @@ class ToolKind(Enum):
     CLIENT = "client"
     NOT_LOADED = "not_loaded"
     UNKNOWN = "unknown"
-
-
-class DiscoveryCache:
-    """Discovery (index, manifest) per catalog version and toolset, so requests never rebuild it. With
-    `everything`, every MCP tool is searchable, loaded ones too: the operator's view (toolsift search, the console),
-    which shows the loaded tool that answers a query the model's search finds nothing for."""
-
-    def __init__(
-        self,
-        manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
-        semantic: SemanticSearch | None = None,
-        everything: bool = False,
-    ) -> None:
-        self.manifest_max_tokens = manifest_max_tokens
-        self.semantic = semantic
-        self.everything = everything
-        self._version = -1
-        self._by_tool_set: dict[str | None, Discovery | None] = {}
-
-    def get(self, catalog: Catalog, tool_set: str | None, mcp: list[ToolEntry]) -> Discovery | None:
-        """The discovery of `tool_set`, whose MCP tools (loaded and deferred) are `mcp`."""
-        if catalog.version != self._version:
-            self._version, self._by_tool_set = catalog.version, {}
-        if tool_set not in self._by_tool_set:
-            searchable = [entry for entry in mcp if entry.deferred or self.everything]
-            loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
-            self._by_tool_set[tool_set] = (
-                Discovery.build(
-                    mcp_groups(catalog, searchable, loaded),
-                    self.manifest_max_tokens,
-                    semantic=self.semantic,
-                )
-                if searchable
-                else None
-            )
-        return self._by_tool_set[tool_set]
-
-
-def mcp_groups(catalog: Catalog, deferred: list[ToolEntry], loaded: Iterable[ToolEntry] = ()) -> list[ManifestGroup]:
-    """One manifest group per server with deferred tools; its `loaded` tools (always_load, alwaysLoad) are named
-    in the group, so the model knows they need no search."""
-    by_server: dict[str, list[ToolEntry]] = {}
-    for entry in deferred:
-        by_server.setdefault(entry.server or "", []).append(entry)
-    stay: dict[str, list[ToolEntry]] = {}
-    for entry in loaded:
-        if entry.server in by_server:
-            stay.setdefault(entry.server, []).append(entry)
-    return [
-        ManifestGroup(name, catalog.servers[name].description, tools, tuple(stay.get(name, ())))
-        for name, tools in by_server.items()
-    ]
 
 
 class RequestTools:
@@ -140,6 +96,19 @@ class RequestTools:
         if name not in self._loaded:
             return ToolKind.NOT_LOADED
         return ToolKind.CLIENT if entry.server is None else ToolKind.MCP
+
+    def refusal(self, name: str, kind: ToolKind) -> str:
+        """What a caller is told when it calls a tool that is not loaded or does not exist: the same words in a
+        chat's loop and on the MCP front."""
+        name = shown_name(name)  # a model's name is anything
+        if kind is ToolKind.NOT_LOADED:
+            return (
+                f"Error: Tool '{name}' is not loaded yet, so it was not run. Call search_tools with "
+                f'{{"tool_names": ["{name}"]}} first, then call it again.'
+            )
+        hint = " Use search_tools to find the right tool." if self.discovery else ""
+        loaded = ", ".join(self.loaded_names) or "none"
+        return f"Error: Unknown tool '{name}'. Loaded tools: {loaded}.{hint}"
 
     def load(self, names: Iterable[str]) -> list[str]:
         """Load deferred tools by name (unknown or already loaded names are ignored); return the new ones."""

@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.config import SEARCH_RESULTS_HARD_CAP
+from app.discovery.cache import DiscoveryCache
 from app.discovery.search import Discovery, prepare_query
 from app.engine.gateway import Gateway
-from app.engine.request_tools import DiscoveryCache
 from app.errors import RequestRefused, error_body
 from app.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
 from app.server.auth import identify

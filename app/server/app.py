@@ -37,13 +37,12 @@ CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 
 def create_app(gateway: Gateway) -> ASGIApp:
-    mcp_front = HttpFront(gateway.config)
+    mcp_front = HttpFront(gateway)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            mcp_front.populate(gateway.mcp, gateway.semantic, gateway.tasks)
             async with mcp_front.lifespan():
                 yield
         finally:

@@ -5,7 +5,7 @@ key is it (its `Identity`, as for chat sessions). Each key's searches enable too
 handshake-era protocols for that key's MCP session only; with no gateway keys configured there is no identity,
 so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
 set's tools only; one front per tool set, built when the gateway starts. This is the edge's part (the path, the
-gateway keys, HTTP errors); the MCP front itself is app/mcp/front/server.py.
+gateway keys, HTTP errors); the MCP front itself is app/fronts/mcp/.
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.config import Config
 from app.core.catalog import unknown_tool_set
-from app.discovery.semantic import SemanticSearch
-from app.engine.tasks import TaskRunner
+from app.engine.gateway import Gateway
 from app.errors import GatewayError
-from app.mcp.client.connections import McpManager
-from app.mcp.front.server import Front, Mode
+from app.fronts.mcp.server import McpFront, Mode
 from app.server.auth import identify
 
 PATH = "/mcp"
@@ -51,26 +48,18 @@ class GatewayKeyVerifier(TokenVerifier):
 class HttpFront:
     """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, gateway: Gateway) -> None:
+        config = self.config = gateway.config
         keys = config.auth.api_keys
-        self.mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
-        self.note = NO_IDENTITY_NOTE if self.mode != config.mcp_front.mode else ""
-        clients = config.mcp_front.max_clients
+        mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
+        note = NO_IDENTITY_NOTE if mode != config.mcp_front.mode else ""
         self.fronts = {
-            name: Front(GatewayKeyVerifier(keys) if keys else None, clients) for name in [None, *config.tool_sets]
+            name: McpFront(gateway, mode, name, note, GatewayKeyVerifier(keys) if keys else None)
+            for name in [None, *config.tool_sets]
         }
         self.apps: dict[str | None, Any] = {
             name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
         }
-
-    def populate(
-        self, manager: McpManager, semantic: SemanticSearch | None = None, tasks: TaskRunner | None = None
-    ) -> None:
-        for name, front in self.fronts.items():
-            front.semantic, front.tasks = semantic, tasks
-            front.populate(manager, self.config, self.mode, name, self.note)
-            front.keep_in_sync(manager, self.config, self.mode, name, self.note)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

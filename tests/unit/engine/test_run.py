@@ -61,7 +61,7 @@ async def test_a_search_loads_the_found_tool_for_the_next_round(engine: tuple[Ga
     gateway, provider = engine
     provider.script += [calls(("search_tools", {"query": "slugify text"})), said("Done.")]
     events = await events_of(gateway, ask("make a slug"), Caller(ALICE))
-    assert [event.found for event in events if isinstance(event, SearchDone)][0][0] == "textkit__slugify"
+    assert next(event.found for event in events if isinstance(event, SearchDone))[0] == "textkit__slugify"
     assert "textkit__slugify" in provider.tool_names(1) and "textkit__slugify" not in provider.tool_names(0)
     assert isinstance(events[-1], Finished)
     assert "".join(event.text for event in events if isinstance(event, ContentDelta)) == "Done."

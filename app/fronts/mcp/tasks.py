@@ -1,5 +1,5 @@
 """`run_task` on the MCP front: the tool an MCP client calls to hand the gateway a whole task
-(app/engine/tasks.py runs it), with progress notifications as the task's searches and tool calls happen."""
+(app/engine/tasks.py runs it, through the engine's one entry), with progress notifications as the task's searches and tool calls happen."""
 
 from __future__ import annotations
 
@@ -12,9 +12,25 @@ from pydantic import PrivateAttr
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
 from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
+from app.engine.caller import Caller
 from app.engine.tasks import TaskRunner
+from app.fronts.mcp.clients import calling_client
 
 RUN_TASK_NAME = "run_task"
+DESCRIPTION = (
+    "Hand a whole task to the gateway: it finds and runs the tools the task needs with its own model and "
+    "returns the outcome with a record of each tool call, so their schemas and results stay out of your "
+    "context. Use it for multi-step work where only the result matters; call tools yourself when you need "
+    "their raw output. Tools marked destructive are not run unless the operator allowed it."
+)
+PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "What to do, with every detail the tools will need."},
+        "tool_set": {"type": "string", "description": "Only use this tool set (narrows, never widens)."},
+    },
+    "required": ["task"],
+}
 
 
 class RunTask(Tool):
@@ -24,6 +40,10 @@ class RunTask(Tool):
     _runner: TaskRunner = PrivateAttr()
     _config: Config = PrivateAttr()
     _tool_set: str | None = PrivateAttr()
+
+    def __init__(self, runner: TaskRunner, config: Config, tool_set: str | None) -> None:
+        super().__init__(name=RUN_TASK_NAME, description=DESCRIPTION, parameters=PARAMETERS)
+        self._runner, self._config, self._tool_set = runner, config, tool_set
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         task, tool_set = arguments.get("task"), arguments.get("tool_set")
@@ -44,7 +64,8 @@ class RunTask(Tool):
                 steps += 1
                 await context.report_progress(steps, None, message)
 
-        report = await self._runner.run(task.strip(), tool_set or self._tool_set, progress)
+        caller = Caller(calling_client(self._tool_set)[0])
+        report = await self._runner.run(task.strip(), tool_set or self._tool_set, progress, caller)
         return ToolResult(content=report.text(), structured_content=report.as_json(), is_error=report.error is not None)
 
 
@@ -72,25 +93,3 @@ def progress_message(event: Event) -> str | None:
     if isinstance(event, CallRefused):
         return f"refused {event.name}: {event.reason}"
     return None
-
-
-def run_task_tool(runner: TaskRunner, config: Config, tool_set: str | None) -> RunTask:
-    tool = RunTask(
-        name=RUN_TASK_NAME,
-        description=(
-            "Hand a whole task to the gateway: it finds and runs the tools the task needs with its own model and "
-            "returns the outcome with a record of each tool call, so their schemas and results stay out of your "
-            "context. Use it for multi-step work where only the result matters; call tools yourself when you need "
-            "their raw output. Tools marked destructive are not run unless the operator allowed it."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "task": {"type": "string", "description": "What to do, with every detail the tools will need."},
-                "tool_set": {"type": "string", "description": "Only use this tool set (narrows, never widens)."},
-            },
-            "required": ["task"],
-        },
-    )
-    tool._runner, tool._config, tool._tool_set = runner, config, tool_set
-    return tool

@@ -1,0 +1,79 @@
+"""Who is calling the MCP front, and what that client enabled: kept in the gateway's one store, so every replica
+behind a load balancer agrees on a client's tool list.
+
+A client is a caller's identity in one MCP session (handshake-era protocols), or the identity alone (2026-07-28,
+which has no sessions). The identity comes from the access token the server edge's key verifier issued (its
+`client_id` is the identity's id, never the key); without gateway keys every caller is the anonymous identity.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from fastmcp.server.dependencies import get_access_token, get_context
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from app.identity import ANONYMOUS, Identity
+from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json
+
+log = logging.getLogger("toolsift.mcp.front")
+NAMESPACE = "mcp-client"
+
+
+@dataclass
+class ClientView:
+    """The catalog version a client last saw (to tell it its list changed) and the deferred tools it enabled,
+    in the order found."""
+
+    seen: int | None = None
+    enabled: list[str] = field(default_factory=list)
+
+
+def calling_client(tool_set: str | None) -> tuple[Identity, str]:
+    """The caller's identity, and the client's id within it: the served tool set and, on handshake-era
+    connections, the MCP session id."""
+    token = get_access_token()
+    identity = Identity(token.client_id) if token is not None and token.client_id else ANONYMOUS
+    session = ""
+    context = get_context()
+    request = context.request_context
+    if request is None or request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        try:
+            session = context.session_id or ""
+        except RuntimeError:
+            session = ""
+    return identity, f"{tool_set or ''}/{session}"
+
+
+class ClientStates:
+    """Each client's view, one store entry a client, expiring `ttl` seconds after its last change. A store that
+    cannot answer costs the client its enabled tools (it searches again), never the call."""
+
+    def __init__(self, store: Store, ttl: float, max_tools: int) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.max_tools = max_tools
+
+    async def get(self, client: tuple[Identity, str]) -> ClientView:
+        try:
+            raw = await self.store.get(_key(client))
+        except StoreUnavailable as exc:
+            log.warning("MCP client state unavailable: %s", exc)
+            return ClientView()
+        if raw is None:
+            return ClientView()
+        found = load_json(raw)
+        return ClientView(found.get("seen"), list(found.get("enabled", [])))
+
+    async def put(self, client: tuple[Identity, str], view: ClientView) -> None:
+        enabled = view.enabled[-self.max_tools :]  # a client that keeps searching keeps its latest finds
+        try:
+            await self.store.put(_key(client), dump_json({"seen": view.seen, "enabled": enabled}), self.ttl)
+        except StoreUnavailable as exc:
+            log.warning("MCP client state unavailable: %s", exc)
+
+
+def _key(client: tuple[Identity, str]) -> Key:
+    identity, client_id = client
+    return Key(NAMESPACE, identity.id, client_id)

@@ -1,0 +1,143 @@
+"""The MCP front's tools: backend tools forwarded under their gateway names, `search_tools` (lazy: enables what it
+finds for the calling client; proxy: answers full schemas) and proxy's `call_tool`.
+
+Each tool gets what it needs through its constructor. The texts a client reads when it calls a tool it has not
+enabled, or one that does not exist, are the engine's (`RequestTools.refusal`), the same a chat's model reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonschema
+import mcp_types
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools.base import Tool, ToolResult
+from pydantic import PrivateAttr
+
+from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
+from app.discovery.search import Discovery, prepare_query, run_search
+from app.engine.request_tools import RequestTools, ToolKind
+from app.mcp.client.connections import McpManager
+from app.redaction import redact
+
+CALL_TOOL_NAME = "call_tool"
+PROXY_NOTE = "These tools are callable through call_tool."
+PROXY_CALLABLE_AFTER = "then run them with call_tool, named server__tool"
+
+
+class ForwardedTool(Tool):
+    """A backend MCP tool, exposed under its gateway name and run on its own server."""
+
+    _entry: ToolEntry = PrivateAttr()
+    _manager: McpManager = PrivateAttr()
+
+    def __init__(self, entry: ToolEntry, manager: McpManager) -> None:
+        super().__init__(name=entry.name, description=entry.description, parameters=entry.parameters)
+        self._entry, self._manager = entry, manager
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        return await forward(self._manager, self._entry, arguments)
+
+
+async def forward(manager: McpManager, entry: ToolEntry, arguments: dict[str, Any]) -> ToolResult:
+    assert entry.server is not None
+    try:
+        result = await manager.call_raw(entry.server, entry.original_name, arguments)
+    except Exception as exc:
+        return ToolResult(content=redact(f"Error: {exc}"), is_error=True)
+    return ToolResult(
+        content=list(result.content) or "(the tool returned no content)",
+        structured_content=result.structured_content,
+        is_error=bool(result.is_error),
+    )
+
+
+ClientTools = Callable[[], Awaitable[RequestTools]]  # the calling client's loaded tools, its enabled ones included
+Enable = Callable[[list[str]], Awaitable[None]]  # keep what a search loaded for the calling client
+
+
+class LazySearch(Tool):
+    """`search_tools` in lazy mode: the engine's search over the client's tools; what it loads is enabled for
+    the calling client, which is told its tool list changed."""
+
+    _tools: ClientTools = PrivateAttr()
+    _enable: Enable = PrivateAttr()
+
+    def __init__(self, definition: dict[str, Any], tools: ClientTools, enable: Enable) -> None:
+        super().__init__(name=SEARCH_TOOL_NAME, description=definition["description"], parameters=definition["parameters"])
+        self._tools, self._enable = tools, enable
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        tools = await self._tools()
+        await tools.prepare(arguments.get("query"))
+        outcome = tools.search(arguments)
+        if tools.found_by_search:
+            await self._enable(tools.discovered)
+            await get_context().send_notification(mcp_types.ToolListChangedNotification())
+        return ToolResult(content=outcome.text)
+
+
+class ProxySearch(Tool):
+    """`search_tools` in proxy mode: found tools with their full input schemas, to call through `call_tool`."""
+
+    _discovery: Discovery = PrivateAttr()
+    _limit: int = PrivateAttr()
+
+    def __init__(self, description: str, parameters: dict[str, Any], discovery: Discovery, limit: int) -> None:
+        super().__init__(name=SEARCH_TOOL_NAME, description=description, parameters=parameters)
+        self._discovery, self._limit = discovery, limit
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        await prepare_query(self._discovery, arguments.get("query"))
+        outcome = run_search(arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE)
+        if not outcome.found:
+            return ToolResult(content=outcome.text)
+        found = [
+            {"name": entry.name, "description": entry.description, "input_schema": entry.parameters}
+            for entry in outcome.found
+        ]
+        return ToolResult(
+            content=f"{outcome.text}\n\n{json.dumps(found, ensure_ascii=False)}", structured_content={"tools": found}
+        )
+
+
+class ProxyCall(Tool):
+    """`call_tool(name, arguments)`: validate against the tool's schema, then run it."""
+
+    _tools: RequestTools = PrivateAttr()
+    _manager: McpManager = PrivateAttr()
+
+    def __init__(self, tools: RequestTools, manager: McpManager) -> None:
+        super().__init__(
+            name=CALL_TOOL_NAME,
+            description="Run a tool found with search_tools: its name and its arguments, checked against its schema.",
+            parameters={
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+                "required": ["name"],
+            },
+        )
+        self._tools, self._manager = tools, manager
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        name = arguments.get("name")
+        entry = self._tools.entries.get(name) if isinstance(name, str) else None
+        if entry is None or entry.server is None:
+            return ToolResult(content=self._tools.refusal(str(name), ToolKind.UNKNOWN), is_error=True)
+        tool_arguments = arguments.get("arguments") or {}
+        if not isinstance(tool_arguments, dict):
+            return ToolResult(content="Error: 'arguments' must be an object.", is_error=True)
+        try:
+            jsonschema.validate(tool_arguments, entry.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(part) for part in exc.absolute_path) or "arguments"
+            return ToolResult(
+                content=f"Error: invalid arguments for {entry.name} at {where}: {exc.message}. Nothing was run.",
+                is_error=True,
+            )
+        except jsonschema.SchemaError:
+            pass  # a backend's broken schema is the backend's to enforce
+        return await forward(self._manager, entry, tool_arguments)
