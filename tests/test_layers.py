@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Wire formats over the engine; the inspection reports are the admin API's and the CLI's view of it.
     ("fronts", ("app.fronts", "app.mcp.front", "app.inspection")),
     ("engine", ("app.engine",)),
-    ("lower", ("app.discovery", "app.mcp.client", "app.providers")),
+    # The keyed store (memory or Redis) sits here too: the engine and the fronts keep per-caller state in it.
+    ("lower", ("app.discovery", "app.mcp.client", "app.providers", "app.store")),
     # The typed model, the tool catalog and deferral: the vocabulary every layer above speaks (providers take typed
     # rounds, discovery ranks catalog entries, the MCP client builds catalogs). It imports shared modules only.
     ("core", ("app.core",)),
