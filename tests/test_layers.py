@@ -25,9 +25,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry", ("app.cli", "app.commands", "app.remote", "app.render", "app.demo")),
     ("server", ("app.server",)),
     # Wire formats over the engine; the inspection reports are the admin API's and the CLI's view of it.
-    ("fronts", ("app.fronts", "app.mcp.front", "app.inspection")),
+    ("fronts", ("app.fronts", "app.inspection")),
     ("engine", ("app.engine",)),
-    ("lower", ("app.discovery", "app.mcp.client", "app.providers")),
+    # The keyed store (memory or Redis) sits here too: the engine and the fronts keep per-caller state in it.
+    ("lower", ("app.discovery", "app.mcp.client", "app.providers", "app.store")),
     # The typed model, the tool catalog and deferral: the vocabulary every layer above speaks (providers take typed
     # rounds, discovery ranks catalog entries, the MCP client builds catalogs). It imports shared modules only.
     ("core", ("app.core",)),
@@ -99,7 +100,7 @@ def test_every_module_is_placed() -> None:
     modules = [_module_name(path) for path in APP.rglob("*.py")]
     assert {_rank(module)[1] for module in modules} == {name for name, _ in LAYERS}
     assert _rank("app.engine.gateway")[1] == "engine" and _rank("app.core.model")[1] == "core"
-    assert _rank("app.mcp.front.server")[1] == "fronts" and _rank("app.config")[1] == "shared"
+    assert _rank("app.fronts.mcp.server")[1] == "fronts" and _rank("app.config")[1] == "shared"
 
 
 def test_an_upward_import_is_seen(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
-from app.mcp.client.connections import McpManager
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from tests.support import ROOT, SERVERS, Upstream, chat_body, completion, free_port, make_config

@@ -110,7 +110,7 @@ async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_sear
         old = await OldProtocolSession(http, url, "key-dave").start()
         assert RATES not in await old.tool_names()
         failed, message = await old.call(RATES, rates)
-        assert failed and "not enabled yet" in message
+        assert failed and "is not loaded yet, so it was not run" in message
         _, found = await old.call("search_tools", {"tool_names": ["get_exchange_rates"]})
         assert RATES in found and "already loaded" not in found
         assert RATES in await old.tool_names()
@@ -142,23 +142,26 @@ async def test_another_key_cannot_use_a_sessions_id(gateway: str) -> None:
 
 @pytest.mark.unit
 async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
+    """What clients enabled lives in the sessions' store, under its bounds: old clients go, the newest stay."""
     from fastmcp import Client
 
     from app.config import parse_config
-    from app.mcp.client.connections import McpManager
-    from app.mcp.front.server import Front
+    from app.engine.gateway import Gateway
+    from app.fronts.mcp.server import McpFront
+    from app.store.memory import MemoryStore
     from tests.support import load_example
 
-    config = parse_config({"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}}, environ={})
-    manager = McpManager(config, {"finance": load_example("finance").mcp})
-    await manager.start()
+    raw = {"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}, "sessions": {"max_sessions": 5}}
+    config = parse_config(raw, environ={})
+    gateway = Gateway(config, {"finance": load_example("finance").mcp})
+    await gateway.start()
     try:
-        front = Front(max_clients=5)
-        front.populate(manager, config, "lazy")
+        front = McpFront(gateway, "lazy")
         for _ in range(12):
             async with Client(front.server, mode="legacy") as session:
                 await session.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
                 assert QUOTE in await names(session)
-        assert len(front.state.clients) == 5
+        store = gateway.sessions.store
+        assert isinstance(store, MemoryStore) and len(store) == 5
     finally:
-        await manager.stop()
+        await gateway.stop()

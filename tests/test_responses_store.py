@@ -8,8 +8,9 @@ from typing import Any
 import openai
 import pytest
 
-from app.engine.responses_store import MemoryResponseStore, StoredResponse
+from app.engine.responses_store import ResponseStore, StoredResponse
 from app.identity import Identity
+from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
 
@@ -23,10 +24,11 @@ def stored(response_id: str, text: str = "x") -> StoredResponse:
 @pytest.mark.unit
 async def test_memory_store_keeps_the_latest_within_its_bounds() -> None:
     now = [0.0]
-    store = MemoryResponseStore(ttl_seconds=60, max_responses=2, max_bytes=10_000, clock=lambda: now[0])
+    memory = MemoryStore(max_entries=2, max_bytes=10_000, clock=lambda: now[0])
+    store = ResponseStore(memory, ttl_seconds=60)
     for name in ("r1", "r2", "r3"):
         await store.save(ALICE, stored(name))
-    assert len(store) == 2 and await store.get(ALICE, "r1") is None, "the oldest went first"
+    assert len(memory) == 2 and await store.get(ALICE, "r1") is None, "the oldest went first"
     kept = await store.get(ALICE, "r3")
     assert kept is not None and kept.tools == ["a_tool"] and kept.items == [{"role": "user", "content": "x"}]
     assert await store.get(BOB, "r3") is None, "another caller's response does not exist for them"
@@ -34,7 +36,7 @@ async def test_memory_store_keeps_the_latest_within_its_bounds() -> None:
     now[0] = 61
     assert await store.get(ALICE, "r3") is None, "expired"
     await store.save(ALICE, stored("big", "y" * 20_000))
-    assert await store.get(ALICE, "big") is None and store.bytes <= 10_000, "larger than the whole store: not kept"
+    assert await store.get(ALICE, "big") is None and memory.bytes <= 10_000, "larger than the whole store: not kept"
 
 
 @pytest.mark.unit

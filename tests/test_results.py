@@ -5,8 +5,6 @@ from __future__ import annotations
 import mcp_types
 import pytest
 
-from app.engine.sessions import SessionKey, SessionStore
-from app.identity import ANONYMOUS
 from app.mcp.client.results import result_text
 
 pytestmark = pytest.mark.unit
@@ -49,17 +47,3 @@ def test_errors_are_prefixed_and_truncation_is_noted() -> None:
     assert result_text(_result(), 100) == "(the tool returned no content)"
     long = result_text(_result(mcp_types.TextContent(type="text", text="x" * 5000)), 500)
     assert len(long) <= 500 and long.endswith("[truncated by toolsift: showing 500 of 5,000 characters]")
-
-
-async def test_session_store_expires_and_stays_bounded() -> None:
-    now = [0.0]
-    store = SessionStore(ttl_seconds=10, max_sessions=2, clock=lambda: now[0])
-    a, b, c = (SessionKey(ANONYMOUS, name) for name in "abc")
-    await store.remember(a, ["t1"])
-    await store.remember(a, ["t2", "t1"])
-    assert await store.tools(a) == ["t1", "t2"]
-    await store.remember(b, ["x"])
-    await store.remember(c, ["y"])
-    assert len(store) == 2 and await store.tools(a) == []
-    now[0] = 11
-    assert await store.tools(c) == []

@@ -7,7 +7,9 @@ from typing import Any
 import openai
 import pytest
 
-from app.engine.sessions import SessionStore
+from app.engine.sessions import SessionKey, Sessions
+from app.identity import ANONYMOUS
+from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 
 pytestmark = pytest.mark.unit
@@ -57,8 +59,8 @@ async def test_the_default_cap_is_256(upstream: Upstream, gateway_factory: Any) 
 async def test_unique_long_session_ids_cannot_grow_memory(upstream: Upstream, gateway_factory: Any) -> None:
     bound = 64 * 1024
     client, gateway = await gateway_factory(make_config(sessions={"max_bytes": bound}))
-    store = gateway.sessions
-    assert isinstance(store, SessionStore)
+    store = gateway.sessions.store
+    assert isinstance(store, MemoryStore)
     api = sdk(client)
     for index in range(300):
         upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("ok"))
@@ -95,3 +97,18 @@ async def test_two_keys_with_the_same_session_id_never_mix(upstream: Upstream, g
     assert "textkit__slugify" not in upstream.tool_names(2), "another key's session is not this one"
     await ask(alice, "and now?", **same)
     assert upstream.tool_names(3)[-1] == "textkit__slugify", "the key's own session still is"
+
+
+async def test_session_store_expires_and_stays_bounded() -> None:
+    now = [0.0]
+    memory = MemoryStore(max_entries=2, max_bytes=16 * 1024 * 1024, clock=lambda: now[0])
+    store = Sessions(memory, ttl_seconds=10)
+    a, b, c = (SessionKey(ANONYMOUS, name) for name in "abc")
+    await store.remember(a, ["t1"])
+    await store.remember(a, ["t2", "t1"])
+    assert await store.tools(a) == ["t1", "t2"]
+    await store.remember(b, ["x"])
+    await store.remember(c, ["y"])
+    assert len(memory) == 2 and await store.tools(a) == []
+    now[0] = 11
+    assert await store.tools(c) == []

@@ -68,12 +68,8 @@ class Gateway:
         self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
-        sessions = config.sessions
-        self.sessions = session_store(
-            sessions.ttl_seconds, sessions.max_sessions, sessions.redis_url, sessions.max_bytes, sessions.max_tools
-        )
-        kept = config.responses_store
-        self.responses = response_store(kept.ttl_seconds, kept.max_responses, kept.max_bytes, sessions.redis_url)
+        self.sessions = session_store(config.sessions)
+        self.responses = response_store(config.responses_store, config.sessions.redis_url)
 
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile

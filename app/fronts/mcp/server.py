@@ -62,7 +62,7 @@ class McpFront:
         self.tool_set = tool_set
         self.note = note
         sessions = gateway.config.sessions
-        self.clients = ClientStates(gateway.store, sessions.ttl_seconds, sessions.max_tools)
+        self.clients = ClientStates(gateway.sessions.store, sessions.ttl_seconds, sessions.max_tools)
         self._served = Served(-1)
         self.server = FastMCP(
             "toolsift",

@@ -1,5 +1,6 @@
-"""`run_task` on the MCP front: the tool an MCP client calls to hand the gateway a whole task
-(app/engine/tasks.py runs it, through the engine's one entry), with progress notifications as the task's searches and tool calls happen."""
+"""`run_task` on the MCP front: the tool an MCP client calls to hand the gateway a whole task (app/engine/tasks.py
+runs it, through the engine's one entry), with progress notifications as the task's searches and tool calls
+happen."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pydantic import PrivateAttr
 
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
-from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
 from app.engine.caller import Caller
+from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
 from app.engine.tasks import TaskRunner
 from app.fronts.mcp.clients import calling_client
 

@@ -67,7 +67,9 @@ class LazySearch(Tool):
     _enable: Enable = PrivateAttr()
 
     def __init__(self, definition: dict[str, Any], tools: ClientTools, enable: Enable) -> None:
-        super().__init__(name=SEARCH_TOOL_NAME, description=definition["description"], parameters=definition["parameters"])
+        super().__init__(
+            name=SEARCH_TOOL_NAME, description=definition["description"], parameters=definition["parameters"]
+        )
         self._tools, self._enable = tools, enable
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:

@@ -1,0 +1,56 @@
+"""The keyed store every piece of per-caller state lives in: sessions, stored responses, MCP client state, counters.
+
+A key names its namespace (what kind of state), its owner (the caller's identity id, so one caller's state is
+never another's and can be bounded per caller) and an id. Values are bytes, serialized once by the caller, so
+the memory backend measures exactly what it holds and Redis holds the same bytes. A backend that cannot answer
+raises `StoreUnavailable`; each caller decides what that costs (a session acts as empty, a continuation fails).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple, Protocol
+
+
+class Key(NamedTuple):
+    namespace: str
+    owner: str
+    id: str
+
+    def name(self, prefix: str = "toolsift") -> str:
+        """One string for the key, as Redis names it: `toolsift:<namespace>:<owner>:<id>`."""
+        return f"{prefix}:{self.namespace}:{self.owner}:{self.id}"
+
+
+class StoreUnavailable(Exception):
+    """The backend did not answer (Redis down or timing out); the message names the cause's type only."""
+
+
+class Store(Protocol):
+    """Bytes by key, each for `ttl` seconds from its last write (None: until evicted), least recently used out
+    first when a backend bounds its size."""
+
+    async def get(self, key: Key) -> bytes | None: ...
+
+    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> None: ...
+
+    async def delete(self, key: Key) -> bool:
+        """True when the key held a value."""
+        ...
+
+    async def incr(self, key: Key, amount: int = 1, ttl: float | None = None) -> int:
+        """Add `amount` to the integer at `key` (0 when absent) in one atomic step and return the sum; `ttl`
+        applies only when the key has no expiry yet, so a counter's window starts at its first increment."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def dump_json(value: object) -> bytes:
+    """JSON as UTF-8, the way callers serialize values; a lone surrogate (valid in a JSON string, not in UTF-8)
+    passes through and back, as a request may carry one."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def load_json(raw: bytes) -> Any:
+    return json.loads(raw.decode("utf-8", "surrogatepass"))

@@ -1,0 +1,132 @@
+"""The in-process store: one least-recently-used map, bounded in entries and in real bytes, overall and per owner.
+
+It holds each entry as its key's name and its value, both bytes, so its byte count is exactly what it holds plus
+`ENTRY_OVERHEAD` an entry (the map slots, the entry record and the bytes objects' headers). The per-owner bound
+keeps one caller from evicting everyone else: a caller over its share loses its own least recently used entries
+first. Expired entries are dropped when read and, like any other, when they reach the old end of the map.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from app.store.base import Key
+
+ENTRY_OVERHEAD = 200  # bytes around an entry: two map slots, the record, two bytes headers and a float, roughly
+
+
+class _Owner:
+    """One owner's entries, least recently used first, and their bytes."""
+
+    __slots__ = ("bytes", "keys", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bytes = 0
+        self.keys: OrderedDict[bytes, None] = OrderedDict()
+
+
+class _Entry:
+    __slots__ = ("expires", "owner", "size", "value")
+
+    def __init__(self, value: bytes, owner: _Owner, expires: float | None, size: int) -> None:
+        self.value, self.owner, self.expires, self.size = value, owner, expires, size
+
+
+class MemoryStore:
+    """At most `max_entries` entries and `max_bytes` bytes, and `max_owner_bytes` bytes an owner when set; a value
+    larger than a bound it must fit is not kept."""
+
+    def __init__(
+        self,
+        max_entries: int,
+        max_bytes: int,
+        max_owner_bytes: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_owner_bytes = max_owner_bytes
+        self.bytes = 0
+        self._clock = clock
+        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        self._owners: dict[str, _Owner] = {}
+
+    async def get(self, key: Key) -> bytes | None:
+        found = self._live(_name(key))
+        return None if found is None else found.value
+
+    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> None:
+        self._set(key, value, None if ttl is None else self._clock() + ttl)
+
+    async def delete(self, key: Key) -> bool:
+        name = _name(key)
+        found = self._live(name)
+        if found is not None:
+            self._drop(name)
+        return found is not None
+
+    async def incr(self, key: Key, amount: int = 1, ttl: float | None = None) -> int:
+        found = self._live(_name(key))
+        total = (int(found.value) if found is not None else 0) + amount
+        expires = found.expires if found is not None else None
+        if expires is None and ttl is not None:
+            expires = self._clock() + ttl
+        self._set(key, str(total).encode(), expires)
+        return total
+
+    async def aclose(self) -> None:
+        return None
+
+    def owner_bytes(self, owner: str) -> int:
+        found = self._owners.get(owner)
+        return 0 if found is None else found.bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _live(self, name: bytes) -> _Entry | None:
+        """The entry, marked most recently used; None when absent or expired (then dropped)."""
+        found = self._entries.get(name)
+        if found is None:
+            return None
+        if found.expires is not None and self._clock() >= found.expires:
+            self._drop(name)
+            return None
+        self._entries.move_to_end(name)
+        found.owner.keys.move_to_end(name)
+        return found
+
+    def _set(self, key: Key, value: bytes, expires: float | None) -> None:
+        name = _name(key)
+        self._drop(name)
+        owner = self._owners.get(key.owner)
+        if owner is None:
+            owner = self._owners[key.owner] = _Owner(key.owner)
+        entry = _Entry(value, owner, expires, ENTRY_OVERHEAD + len(name) + len(value))
+        self._entries[name] = entry
+        owner.keys[name] = None
+        owner.bytes += entry.size
+        self.bytes += entry.size
+        if self.max_owner_bytes is not None:
+            while owner.bytes > self.max_owner_bytes:
+                self._drop(next(iter(owner.keys)))
+        while self._entries and (len(self._entries) > self.max_entries or self.bytes > self.max_bytes):
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, name: bytes) -> None:
+        found = self._entries.pop(name, None)
+        if found is None:
+            return
+        owner = found.owner
+        del owner.keys[name]
+        owner.bytes -= found.size
+        self.bytes -= found.size
+        if not owner.keys:
+            del self._owners[owner.name]
+
+
+def _name(key: Key) -> bytes:
+    return key.name().encode("utf-8", "surrogatepass")  # an id from a JSON body may hold a lone surrogate
