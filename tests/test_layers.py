@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,89 @@ def test_an_upward_import_is_seen(tmp_path: Path) -> None:
     assert found == {"app.tokens", "app", "app.engine.gateway", "app.fronts.base", "app.server.auth"}
     upward = {name for name in found if _rank(name)[0] < _rank("app.engine.probe")[0]}
     assert upward == {"app.fronts.base", "app.server.auth"}
+
+
+# Third-party packages that belong to one part of the tree: the web framework to the server edge (and the demo's own
+# model server, which is a server of its own), the MCP library to the MCP client, the MCP front and the edge that
+# mounts it. Anywhere else they would tie the engine to a transport.
+THIRD_PARTY: dict[str, tuple[str, ...]] = {
+    "starlette": ("app.server", "app.demo.server"),
+    "fastapi": ("app.server", "app.demo.server"),
+    "fastmcp": ("app.mcp.client", "app.fronts.mcp", "app.server"),
+    "mcp_types": ("app.mcp.client", "app.fronts.mcp", "app.server"),
+}
+# Side by side in the lower layer, none knows another: discovery ranks catalog entries, providers speak to LLM
+# upstreams, the MCP client to MCP servers, the store keeps bytes. The engine composes them.
+INDEPENDENT = ("app.discovery", "app.providers", "app.mcp.client", "app.store")
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def _third_party(path: Path) -> set[tuple[int, str]]:
+    """The top-level packages `path` imports (lazy and type-only imports too), with their lines."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {(node.lineno, alias.name.split(".")[0]) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def _private_imports(path: Path, module: str) -> set[tuple[int, str]]:
+    """`from app.x import _name` where app.x is another module: a private name used outside its module."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("app") and node.module != module:
+            found |= {(node.lineno, f"{node.module}.{a.name}") for a in node.names if a.name.startswith("_")}
+    return found
+
+
+def _rule_violations(paths: list[Path], name_of: Any = _module_name) -> list[str]:
+    problems: list[str] = []
+    for path in paths:
+        module = name_of(path)
+        for line, package in sorted(_third_party(path)):
+            allowed = THIRD_PARTY.get(package)
+            if allowed is not None and not _within(module, allowed):
+                problems.append(f"{path.name}:{line}: {module} imports {package} (only in {', '.join(allowed)})")
+        own = next((part for part in INDEPENDENT if _within(module, (part,))), None)
+        for line, target in sorted(_imports(path, module)):
+            other = next((part for part in INDEPENDENT if _within(target, (part,))), None)
+            if own is not None and other is not None and other != own:
+                problems.append(f"{path.name}:{line}: {module} imports {target}: {own} and {other} are independent")
+        for line, name in sorted(_private_imports(path, module)):
+            problems.append(f"{path.name}:{line}: {module} imports the private name {name}")
+    return problems
+
+
+def test_third_party_packages_independent_parts_and_private_names_keep_their_place() -> None:
+    problems = _rule_violations(sorted(APP.rglob("*.py")))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
+    plants = {
+        "app.engine.web": "from starlette.requests import Request\n",
+        "app.core.mcp_meta": "def late() -> None:\n    import fastmcp.utilities\n",
+        "app.discovery.upstream": "from app.providers.base import Provider\n",
+        "app.providers.ranked": "if TYPE_CHECKING:\n    from app.discovery.search import Discovery\n",
+        "app.fronts.peek": "from app.server.edge import _loopback\n",
+    }
+    names: dict[Path, str] = {}
+    for module, source in plants.items():
+        path = tmp_path / f"{module.replace('.', '_')}.py"
+        path.write_text(source, encoding="utf-8")
+        names[path] = module
+    problems = _rule_violations(sorted(names), names.__getitem__)
+    assert len(problems) == len(plants), problems
+    assert any("app.engine.web imports starlette" in problem for problem in problems)
+    assert any("app.core.mcp_meta imports fastmcp" in problem for problem in problems)
+    assert any("app.discovery and app.providers are independent" in problem for problem in problems)
+    assert any("app.providers and app.discovery are independent" in problem for problem in problems)
+    assert any("private name app.server.edge._loopback" in problem for problem in problems)
+    clean = tmp_path / "clean.py"
+    clean.write_text("from starlette.types import Scope\nfrom app.engine.gateway import Gateway\n", encoding="utf-8")
+    assert _rule_violations([clean], lambda _: "app.server.probe") == []
