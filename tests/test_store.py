@@ -112,6 +112,22 @@ async def test_incr_is_atomic_across_concurrent_callers(backend: Backend, reques
         await extra.aclose()
 
 
+@pytest.mark.e2e
+@NEEDS_REDIS
+async def test_a_redis_key_of_another_type_reads_as_absent_and_a_put_replaces_it(redis_url: str) -> None:
+    """Sessions were Redis lists before they were values: one left behind is an empty session, then a new one."""
+    import redis
+
+    with redis.Redis.from_url(redis_url) as client:
+        client.rpush("toolsift:session:alice:old", "a_tool")
+    sessions = Sessions(open_store(redis_url, 1000, 1 << 20), ttl_seconds=60)
+    old = SessionKey(Identity("alice"), "old")
+    assert await sessions.tools(old) == []
+    await sessions.remember(old, ["b_tool"])
+    assert await sessions.tools(old) == ["b_tool"]
+    await sessions.aclose()
+
+
 @pytest.mark.unit
 async def test_an_unreachable_redis_is_store_unavailable() -> None:
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
