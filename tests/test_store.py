@@ -72,6 +72,8 @@ async def test_values_come_back_as_stored_and_owners_never_meet(backend: Backend
     assert not await store.delete(key("a", owner="bob")) and await store.get(key("a")) == value
     assert await store.delete(key("a")) and await store.get(key("a")) is None
     assert not await store.delete(key("a"))
+    await store.put(key("b:c", owner="a"), b"a's")
+    assert await store.get(key("c", owner="a:b")) is None, "no owner and id spell another owner's key"
 
 
 async def test_entries_expire_their_ttl_after_their_last_write(backend: Backend) -> None:
