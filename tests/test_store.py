@@ -72,6 +72,8 @@ async def test_values_come_back_as_stored_and_owners_never_meet(backend: Backend
     assert not await store.delete(key("a", owner="bob")) and await store.get(key("a")) == value
     assert await store.delete(key("a")) and await store.get(key("a")) is None
     assert not await store.delete(key("a"))
+    await store.put(key("b:c", owner="a"), b"a's")
+    assert await store.get(key("c", owner="a:b")) is None, "no owner and id spell another owner's key"
 
 
 async def test_entries_expire_their_ttl_after_their_last_write(backend: Backend) -> None:
@@ -110,6 +112,22 @@ async def test_incr_is_atomic_across_concurrent_callers(backend: Backend, reques
     assert sorted(counts) == list(range(1, 61))
     for extra in stores[1:]:
         await extra.aclose()
+
+
+@pytest.mark.e2e
+@NEEDS_REDIS
+async def test_a_redis_key_of_another_type_reads_as_absent_and_a_put_replaces_it(redis_url: str) -> None:
+    """Sessions were Redis lists before they were values: one left behind is an empty session, then a new one."""
+    import redis
+
+    with redis.Redis.from_url(redis_url) as client:
+        client.rpush("toolsift:session:alice:old", "a_tool")
+    sessions = Sessions(open_store(redis_url, 1000, 1 << 20), ttl_seconds=60)
+    old = SessionKey(Identity("alice"), "old")
+    assert await sessions.tools(old) == []
+    await sessions.remember(old, ["b_tool"])
+    assert await sessions.tools(old) == ["b_tool"]
+    await sessions.aclose()
 
 
 @pytest.mark.unit

@@ -13,13 +13,13 @@ import logging
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from cachetools import LRUCache
 
 from app.core.catalog import ToolEntry
 from app.discovery.embeddings import (
@@ -80,7 +80,7 @@ class SemanticSearch:
         self.encoder_calls = 0  # tool texts sent to the backend (queries not counted), for tests and benches
         self._lock = threading.Lock()
         self.params = fusion_params(settings)
-        self._queries: OrderedDict[str, QueryVectors] = OrderedDict()
+        self._queries: LRUCache[str, QueryVectors] = LRUCache(QUERY_CACHE_SIZE)  # read here, written in threads
         self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
         self._means: weakref.WeakKeyDictionary[ToolIndex, ServerMeans] = weakref.WeakKeyDictionary()
         self._keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
@@ -242,10 +242,8 @@ class SemanticSearch:
 
     # -- query vectors ----------------------------------------------------------------------------------
     def query_vectors(self, text: str) -> QueryVectors | None:
-        found = self._queries.get(text[:MAX_QUERY_CHARS])
-        if found is not None:
-            self._queries.move_to_end(text[:MAX_QUERY_CHARS])
-        return found
+        with self._lock:  # a read marks the query recent: it writes too
+            return self._queries.get(text[:MAX_QUERY_CHARS])
 
     def query_vector(self, text: str) -> Array | None:
         found = self.query_vectors(text)
@@ -266,8 +264,6 @@ class SemanticSearch:
         found = QueryVectors(whole[0], tuple(zip(parts, each, strict=True)))
         with self._lock:
             self._queries[text] = found
-            while len(self._queries) > QUERY_CACHE_SIZE:
-                self._queries.popitem(last=False)
 
     async def prepare(self, text: str | None) -> None:
         """Have `text`'s vector ready for the next search, computed in a thread; failures leave it lexical."""

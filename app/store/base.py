@@ -18,8 +18,13 @@ class Key(NamedTuple):
     id: str
 
     def name(self, prefix: str = "toolsift") -> str:
-        """One string for the key, as Redis names it: `toolsift:<namespace>:<owner>:<id>`."""
-        return f"{prefix}:{self.namespace}:{self.owner}:{self.id}"
+        """One string for the key, as Redis names it: `toolsift:<namespace>:<owner>:<id>`. A ':' (or '%') in the
+        namespace or the owner is escaped, so no owner and id can spell another owner's key."""
+        return f"{prefix}:{_escaped(self.namespace)}:{_escaped(self.owner)}:{self.id}"
+
+
+def _escaped(part: str) -> str:
+    return part.replace("%", "%25").replace(":", "%3A")
 
 
 class StoreUnavailable(Exception):

@@ -31,6 +31,8 @@ class RedisStore:
         try:
             found: bytes | None = await self._redis.get(_name(key))
         except Exception as exc:
+            if str(exc).startswith("WRONGTYPE"):  # another layout's key (a list, say): absent; a put replaces it
+                return None
             raise _unavailable(exc) from exc
         return found
 
