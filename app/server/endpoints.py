@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp
@@ -103,6 +102,8 @@ class Endpoints:
         return JSONResponse(openapi(TITLE))
 
     async def docs(self, _: Request) -> Response:
+        from fastapi.openapi.docs import get_swagger_ui_html  # the page's HTML only; imported when docs are on
+
         return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{TITLE} - Swagger UI")
 
 
