@@ -23,7 +23,7 @@ APP = ROOT / "app"
 # here (config, errors, identity, logs, redaction, strict_json, tokens, the package itself) are shared.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What the `toolsift` command runs: free to use everything, used by nothing below.
-    ("entry", ("app.cli", "app.commands", "app.remote", "app.render", "app.demo")),
+    ("entry", ("app.cli", "app.demo")),
     ("server", ("app.server",)),
     # Wire formats over the engine; the inspection reports are the admin API's and the CLI's view of it.
     ("fronts", ("app.fronts", "app.inspection")),

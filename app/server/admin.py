@@ -13,7 +13,6 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.cache import DiscoveryCache
@@ -22,7 +21,7 @@ from app.engine.gateway import Gateway
 from app.errors import RequestRefused, error_body
 from app.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
 from app.server.auth import identify
-from app.server.edge import _loopback
+from app.server.edge import loopback
 
 ASSETS = Path(__file__).parent / "console"
 PAGES = {
@@ -38,15 +37,6 @@ SHELL_HEADERS = {
     "cache-control": "no-store",
 }
 _ERROR_TYPES = {401: "invalid_request_error", 403: "permission_error", 404: "not_found_error"}
-
-
-def console_routes(gateway: Gateway) -> list[BaseRoute]:
-    """The routes to add to the app; ApiKeyMiddleware lets these paths through to the guard here."""
-    api = AdminApi(gateway)
-    routes: list[BaseRoute] = [Route(path, api.page, methods=["GET"]) for path in PAGES]
-    for name in ("servers", "tools", "manifest", "search", "requests", "metrics"):
-        routes.append(Route(f"/admin/{name}", api.endpoint(name), methods=["GET"]))
-    return routes
 
 
 def _error(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
@@ -66,7 +56,7 @@ class AdminApi:
     def _unavailable(self, request: Request) -> JSONResponse | None:
         if not self.gateway.config.console.enabled:
             return _error(404, "The console is turned off (console.enabled).", "console_disabled")
-        if not self.api_keys and not self.admin_keys and not _loopback(request.scope):
+        if not self.api_keys and not self.admin_keys and not loopback(request.scope):
             message = "Without gateway keys the console is served on loopback only: set auth.admin_keys."
             return _error(404, message, "console_not_served")
         return None

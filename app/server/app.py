@@ -1,36 +1,29 @@
-"""The ASGI app: the fronts' routes (`/v1/chat/completions`, `/v1/messages`), `/v1/models`, `/healthz`, `/readyz`,
-`/metrics`, the MCP front at `/mcp`, and the guards every path passes (app/server/edge.py, auth.py).
+"""The ASGI app: the route table (app/server/routes.py) served by one dispatcher, behind the guards every path
+passes (app/server/edge.py, auth.py).
 
 Each front's requests run through one pipeline (app/server/serve.py).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.gateway import Gateway
-from app.errors import anthropic_error_body, error_body
-from app.fronts.chat_completions import ChatCompletionsFront
-from app.fronts.messages import MessagesFront
-from app.server.admin import console_routes
 from app.server.auth import ApiKeyMiddleware
-from app.server.edge import EdgeGuard, JsonBodies, is_messages_path
-from app.server.mcp_http import HttpFront, McpPathDispatch
-from app.server.observability import METRICS_CONTENT_TYPE, exposition
-from app.server.responses_routes import ResponsesApi
-from app.server.serve import serve, serve_count
+from app.server.edge import EdgeGuard, JsonBodies
+from app.server.endpoints import Endpoints, Handler
+from app.server.mcp_http import HttpFront
+from app.server.routes import routes, shape_for
 
-log = logging.getLogger("toolsift.http")
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
@@ -38,9 +31,10 @@ CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 def create_app(gateway: Gateway) -> ASGIApp:
     mcp_front = HttpFront(gateway)
+    endpoints = Endpoints(gateway, mcp_front)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         await gateway.start()
         try:
             async with mcp_front.lifespan():
@@ -48,91 +42,66 @@ def create_app(gateway: Gateway) -> ASGIApp:
         finally:
             await gateway.stop()
 
-    config = gateway.config
-    docs = config.api_docs
-    app = FastAPI(
-        title="toolsift",
-        lifespan=lifespan,
-        docs_url="/docs" if docs else None,
-        redoc_url=None,
-        openapi_url="/openapi.json" if docs else None,
-    )
-    app.state.gateway = gateway
-    app.add_middleware(McpPathDispatch, front=mcp_front)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        if is_messages_path(request.url.path):
-            return JSONResponse(anthropic_error_body(str(exc.detail), kind), exc.status_code)
-        return JSONResponse(error_body(str(exc.detail), kind), exc.status_code)
-
-    @app.get("/healthz")
-    async def healthz() -> dict[str, Any]:
-        servers = gateway.mcp.health()
-        up = all(server["state"] in ("up", "disabled") for server in servers.values())
-        return {"status": "ok" if up else "degraded", "servers": servers, "search": gateway.semantic.status()}
-
-    @app.get("/readyz")
-    async def readyz() -> Response:
-        """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
-        variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
-        make the gateway unready."""
-        problems = []
-        if not gateway.started:
-            problems.append("starting")
-        unable = gateway.config.provider_problems()
-        if unable is not None:
-            problems.append(unable)
-        body = {"status": "ready" if not problems else "not ready", "problems": problems}
-        return JSONResponse(body, 200 if not problems else 503)
-
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(exposition(gateway.metrics), media_type=METRICS_CONTENT_TYPE)
-
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [_model(alias, model.provider) for alias, model in config.models.items()]}
-
-    @app.get("/v1/models/{model_id:path}")
-    async def model(model_id: str) -> Response:
-        alias = config.models.get(model_id)
-        if alias is not None:
-            return JSONResponse(_model(model_id, alias.provider))
-        if config.default_provider is not None:  # the default provider serves any other name
-            return JSONResponse(_model(model_id, config.default_provider))
-        known = ", ".join(sorted(config.models)) or "none"
-        message = f"The model '{model_id}' does not exist here. Models: {known}."
-        return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
-
-    chat_front = ChatCompletionsFront()
-
-    async def chat_completions(request: Request) -> Response:
-        return await serve(gateway, request, chat_front)
-
-    # The hot path: a plain route, also reached directly by ChatFastPath (below) without FastAPI's middleware,
-    # routing, exception and exit-stack layers, which this handler does not use (it reads and limits its body
-    # itself and answers every error in OpenAI's shape). The guards wrap both ways in.
-    app.router.routes.append(Route("/v1/chat/completions", chat_completions, methods=["POST"]))
-    messages_front = MessagesFront()
-
-    async def messages(request: Request) -> Response:
-        return await serve(gateway, request, messages_front)
-
-    async def count_tokens(request: Request) -> Response:
-        return await serve_count(gateway, request, messages_front)
-
-    app.router.routes.append(Route("/v1/messages", messages, methods=["POST"]))
-    app.router.routes.append(Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]))
-    app.router.routes.extend(console_routes(gateway))  # /console and the admin API (app/server/admin.py)
-    responses = ResponsesApi(gateway)  # the Responses API (app/fronts/responses.py), its POST a fast path too
-    app.router.routes.extend(responses.routes())
-    return _guarded(responses.fast_path(ChatFastPath(app, _ChatEndpoint(gateway))), gateway)
+    router: list[BaseRoute] = []
+    direct: dict[tuple[str, str], ASGIApp] = {}
+    mounts: list[tuple[str, ASGIApp]] = []
+    for entry in routes(gateway.config.api_docs):
+        if entry.mount:
+            mounts.append((entry.path, endpoints.app(entry.handler)))
+            continue
+        handler = endpoints.handler(entry.handler)
+        router.append(Route(entry.path, handler, methods=list(entry.methods)))
+        if entry.direct:
+            direct.update({(method, entry.path): _bare(handler) for method in entry.methods})
+    routed = Starlette(routes=router, exception_handlers={HTTPException: _unrouted}, lifespan=lifespan)
+    dispatch = Dispatch(direct, mounts, routed)
+    return _guarded(dispatch, gateway)
 
 
-def _model(model_id: str, owner: str) -> dict[str, Any]:
-    return {"id": model_id, "object": "model", "created": 0, "owned_by": owner}
+async def _unrouted(request: Request, exc: Exception) -> Response:
+    """404 and 405 from the router, in the shape of the front the path is under."""
+    assert isinstance(exc, HTTPException)
+    return JSONResponse(shape_for(request.url.path).unrouted(exc.status_code, str(exc.detail)), exc.status_code)
+
+
+def _bare(handler: Handler) -> ASGIApp:
+    """A handler as an ASGI app of its own: it reads and limits its body itself and answers every error in its
+    front's shape, so it needs none of the router's layers."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await handler(Request(scope, receive))
+        await response(scope, receive, send)
+
+    return app
+
+
+class Dispatch:
+    """The one dispatcher: a `direct` (method, path) or a mounted prefix goes straight to its handler; everything
+    else, lifespan included, to the router (`routed`), which answers 404 and 405 too."""
+
+    def __init__(
+        self, direct: dict[tuple[str, str], ASGIApp], mounts: list[tuple[str, ASGIApp]], routed: ASGIApp
+    ) -> None:
+        self.direct = direct
+        self.mounts = mounts
+        self.routed = routed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            app = self.direct.get((scope["method"], path))
+            if app is None:
+                app = next(
+                    (app for prefix, app in self.mounts if path == prefix or path.startswith(prefix + "/")), None
+                )
+            if app is not None:
+                await app(scope, receive, send)
+                return
+        await self.routed(scope, receive, send)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
@@ -151,30 +120,3 @@ def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
             expose_headers=["x-request-id", "mcp-session-id"],
         )
     return EdgeGuard(app, config.cors_origins, keyed=bool(config.auth.api_keys))
-
-
-class _ChatEndpoint:
-    """`POST /v1/chat/completions` as a bare ASGI app."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.front = ChatCompletionsFront()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await serve(self.gateway, Request(scope, receive), self.front)
-        await response(scope, receive, send)
-
-
-class ChatFastPath:
-    """The ASGI app served: `POST /v1/chat/completions` goes straight to its (guarded) endpoint; everything else,
-    lifespan included, to the FastAPI app."""
-
-    def __init__(self, app: FastAPI, chat: ASGIApp) -> None:
-        self.app = app
-        self.chat = chat
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/chat/completions":
-            await self.chat(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)

@@ -14,13 +14,12 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.errors import anthropic_error_body, error_body
 from app.identity import SCOPE_KEY, Identity
-from app.server.edge import is_messages_path
+from app.server.routes import ADMIN, CONSOLE, shape_for
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
-OWN_GUARD = ("/console", "/admin/")
+OWN_GUARD = (CONSOLE.prefix, ADMIN.prefix + "/")
 
 
 def identify(token: bytes, keys: list[bytes]) -> Identity | None:
@@ -40,11 +39,7 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>' (or 'x-api-key') with a gateway key."
-        if is_messages_path(scope["path"]):
-            shaped = anthropic_error_body(message, "authentication_error")
-        else:
-            shaped = error_body(message, "invalid_request_error", code="invalid_api_key")
-        body = json.dumps(shaped).encode()
+        body = json.dumps(shape_for(path).unauthenticated(message)).encode()
         headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -4,8 +4,8 @@ A browser can send a "simple" cross-site POST (`text/plain`, a form) without any
 rebound domain reaches a loopback gateway as its own origin. So, before any work: a request that carries an
 `Origin` must come from the gateway's own origin or from `cors_origins`; on a loopback connection with no gateway
 keys, the `Host` must be a loopback name; and a request body must be JSON. SDKs and curl send no `Origin` and a
-loopback or real host name, so they pass unchanged. Refusals answer in the called API's shape: a JSON-RPC error on
-`/mcp`, Anthropic's error on `/v1/messages`, OpenAI's error object elsewhere.
+loopback or real host name, so they pass unchanged. Refusals answer in the called front's shape (app/server/routes.py:
+a JSON-RPC error on `/mcp`, Anthropic's error on `/v1/messages`, OpenAI's error object elsewhere).
 """
 
 from __future__ import annotations
@@ -15,20 +15,18 @@ import ipaddress
 import json
 import re
 import secrets
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import anthropic_error_body, error_body
 from app.logs import REQUEST_ID
+from app.server.routes import shape_for
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SCOPE_KEY = "toolsift.request_id"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-JSONRPC_INVALID_REQUEST = -32600
 
 
 def request_id_of(scope: Scope) -> str:
@@ -46,30 +44,14 @@ def new_request_id() -> str:
     return f"req_{secrets.token_hex(8)}"
 
 
-def is_mcp_path(path: str) -> bool:
-    return path == "/mcp" or path.startswith("/mcp/")
-
-
-def is_messages_path(path: str) -> bool:
-    return path == "/v1/messages" or path.startswith("/v1/messages/")
-
-
-def refusal_body(path: str, message: str, code: str, anthropic_type: str = "invalid_request_error") -> bytes:
-    """An error in the called API's shape: a JSON-RPC error on `/mcp`, Anthropic's on `/v1/messages`, OpenAI's
-    error object elsewhere."""
-    body: dict[str, Any]
-    if is_mcp_path(path):
-        body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": message}}
-    elif is_messages_path(path):
-        body = anthropic_error_body(message, anthropic_type)
-    else:
-        body = error_body(message, "invalid_request_error", code=code)
-    return json.dumps(body).encode()
+def refusal_body(path: str, message: str, code: str, status: int = 400) -> bytes:
+    """A refusal in the shape of the front `path` is addressed to (app/server/routes.py)."""
+    return json.dumps(shape_for(path).refusal(status, message, code)).encode()
 
 
 async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
     """Answer an error without reading the request body."""
-    body = refusal_body(scope["path"], message, code, "permission_error" if status == 403 else "invalid_request_error")
+    body = refusal_body(scope["path"], message, code, status)
     length = str(len(body)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", length), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -106,7 +88,7 @@ class EdgeGuard:
         if foreign:
             text = f"Origin {foreign[0]!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
             await refuse(scope, tagged, 403, text, "origin_not_allowed")
-        elif not self.keyed and _loopback(scope) and not all(_loopback_name(host) for host in hosts):
+        elif not self.keyed and loopback(scope) and not all(_loopback_name(host) for host in hosts):
             text = (
                 f"Host {', '.join(hosts)!r} is not a loopback name (localhost, 127.0.0.1, [::1]): refused on a "
                 "loopback gateway without keys, against DNS rebinding. To serve other names, set auth.api_keys."
@@ -155,7 +137,7 @@ def _values(scope: Scope, name: bytes) -> list[str]:
     return [value.decode("latin-1") for key, value in scope["headers"] if key == name]
 
 
-def _loopback(scope: Scope) -> bool:
+def loopback(scope: Scope) -> bool:
     """The connection arrived on a loopback address (where a rebound domain points a browser)."""
     server = scope.get("server")
     return server is not None and _is_loopback_ip(str(server[0]))

@@ -17,15 +17,16 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from fastmcp.server.auth import AccessToken, TokenVerifier
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from app.core.catalog import unknown_tool_set
 from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.mcp.server import McpFront, Mode
 from app.server.auth import identify
+from app.server.routes import MCP
 
-PATH = "/mcp"
+PATH = MCP.prefix
 NO_IDENTITY_NOTE = (
     "(This HTTP endpoint has no client identity, since no gateway keys are configured, so found tools are not "
     "added to your tool list: run them with call_tool.)"
@@ -76,20 +77,6 @@ class HttpFront:
             await _error(send, unknown_tool_set(tool_set, self.config).as_gateway_error())
             return
         await app(scope, receive, send)
-
-
-class McpPathDispatch:
-    """Sends `/mcp` to the MCP front and everything else to the API, before routing."""
-
-    def __init__(self, app: ASGIApp, front: HttpFront) -> None:
-        self.app = app
-        self.front = front
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (scope["path"] == PATH or scope["path"].startswith(PATH + "/")):
-            await self.front(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 async def _error(send: Send, error: GatewayError) -> None:

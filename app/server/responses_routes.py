@@ -1,16 +1,12 @@
-"""The Responses API's routes: `POST /v1/responses` through the common pipeline, and the caller's stored
-responses at `GET`/`DELETE /v1/responses/{id}` (another caller's are a 404, as unknown ones are).
-
-Like the chat route, `POST /v1/responses` is also reached directly (`fast_path`), without FastAPI's middleware,
-routing and exit-stack layers, which it does not use: they cost about a tenth of a pass-through request's CPU.
+"""The Responses API's handlers: `POST /v1/responses` through the common pipeline, and the caller's stored
+responses at `GET`/`DELETE /v1/responses/{id}` (another caller's are a 404, as unknown ones are). Their paths are
+in the route table (app/server/routes.py).
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.gateway import Gateway
 from app.errors import GatewayError
@@ -19,8 +15,6 @@ from app.fronts.responses import ResponsesFront
 from app.identity import identity_of
 from app.server.edge import request_id_of
 from app.server.serve import serve
-
-PATH = "/v1/responses"
 
 
 class ResponsesApi:
@@ -43,19 +37,3 @@ class ResponsesApi:
         except GatewayError as exc:
             return JSONResponse(self.front.error(exc), exc.status, headers={"x-request-id": call.request_id})
         return JSONResponse(body, headers={"x-request-id": call.request_id})
-
-    def routes(self) -> list[Route]:
-        return [
-            Route(PATH, self.create, methods=["POST"]),
-            Route(PATH + "/{response_id}", self.stored, methods=["GET", "DELETE"]),
-        ]
-
-    def fast_path(self, app: ASGIApp) -> ASGIApp:
-        async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == PATH:
-                response = await self.create(Request(scope, receive))
-                await response(scope, receive, send)
-            else:
-                await app(scope, receive, send)
-
-        return dispatch

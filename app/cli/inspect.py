@@ -1,8 +1,9 @@
-"""The inspection subcommands: check, tools, manifest, search, models (and models pull).
+"""The inspection commands: check, tools, manifest, search.
 
-Each starts the configured MCP servers (showing progress), answers from the same code the gateway runs, and
-stops them again; `tools`, `manifest` and `search` ask a running gateway's admin API first (app/remote.py).
-Output is plain text tables (app/render.py), so it reads well in a terminal and greps well in CI.
+Each builds the gateway for inspection (app/engine/build.py: its MCP servers connected, with progress), answers
+from the same code the gateway runs, and stops it again; `tools`, `manifest` and `search` ask a running gateway's
+admin API first (remote.py). Output is plain text tables (render.py), so it reads well in a terminal and greps well
+in CI.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-import httpx
-
-from app import render, tokens
+from app import tokens
+from app.cli import render
+from app.cli.render import table
 from app.config import Config
 from app.core.catalog import select_mcp_tools
-from app.discovery import models as model_store
 from app.discovery.cache import DiscoveryCache
-from app.discovery.semantic import SemanticSearch
+from app.engine.build import build_gateway, running
+from app.engine.gateway import Gateway
 from app.errors import RequestRefused
 from app.inspection import (
     check_server,
@@ -31,17 +32,16 @@ from app.inspection import (
     search_report,
     tool_rows,
 )
-from app.logs import guard_secrets
-from app.mcp.client.connections import McpManager, ServerState
-from app.render import table
+from app.mcp.client.connections import ServerState
 
 
 @asynccontextmanager
-async def connected(config: Config) -> Any:
-    """All configured servers connected, with one progress line per server (a live counter on a terminal)."""
+async def connected(config: Config) -> AsyncIterator[Gateway]:
+    """The gateway with all configured servers connected, with one progress line per server (a live counter on a
+    terminal)."""
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s")
-    guard_secrets(config.secrets())
-    manager = McpManager(config)
+    gateway = build_gateway(config)
+    manager = gateway.mcp
     total, done = len(manager.connections), 0
     live = sys.stderr.isatty()
 
@@ -57,15 +57,13 @@ async def connected(config: Config) -> Any:
     manager.on_started = report
     if total and not live:
         print(f"connecting {total} MCP servers...", file=sys.stderr)
-    await manager.start()
-    try:
-        yield manager
-    finally:
-        await manager.stop()
+    async with running(gateway, "inspect"):
+        yield gateway
 
 
 async def check(config: Config, _: argparse.Namespace) -> int:
-    async with connected(config) as manager:
+    async with connected(config) as gateway:
+        manager = gateway.mcp
         health = manager.health()
         deferral = manager.catalog.deferral
     rows = [
@@ -98,9 +96,9 @@ async def tools(config: Config, args: argparse.Namespace) -> int:
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
-    async with connected(config) as manager:
+    async with connected(config) as gateway:
         try:
-            rows = tool_rows(manager.catalog, config, args.tool_set, args.server)
+            rows = tool_rows(gateway.mcp.catalog, config, args.tool_set, args.server)
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
@@ -108,9 +106,10 @@ async def tools(config: Config, args: argparse.Namespace) -> int:
 
 
 async def manifest(config: Config, args: argparse.Namespace) -> int:
-    async with connected(config) as manager:
+    async with connected(config) as gateway:
         try:
-            discovery = model_discovery(manager.catalog, config, args.tool_set, DiscoveryCache(_max_tokens(config)))
+            cache = DiscoveryCache(config.tool_discovery.manifest_max_tokens)  # the manifest alone: no search model
+            discovery = model_discovery(gateway.mcp.catalog, config, args.tool_set, cache)
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
@@ -119,15 +118,13 @@ async def manifest(config: Config, args: argparse.Namespace) -> int:
 
 async def search(config: Config, args: argparse.Namespace) -> int:
     """The model's own search over the deferred tools, as the gateway would run it (with the gateway's model
-    search when it is running: see app/remote.py)."""
-    semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
-    async with connected(config) as manager:
+    search when it is running: see remote.py)."""
+    async with connected(config) as gateway:
+        manager, semantic = gateway.mcp, gateway.semantic
         try:
             entries = select_mcp_tools(manager.catalog, config, args.tool_set)
             await asyncio.to_thread(semantic.ensure_now, entries)
-            discovery = model_discovery(
-                manager.catalog, config, args.tool_set, DiscoveryCache(_max_tokens(config), semantic)
-            )
+            discovery = model_discovery(manager.catalog, config, args.tool_set, gateway.discovery)
             every = every_discovery(
                 manager.catalog, config, args.tool_set, DiscoveryCache(semantic=semantic, everything=True)
             )
@@ -144,57 +141,3 @@ async def search(config: Config, args: argparse.Namespace) -> int:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
     return render.search(report, args.query, args.explain)
-
-
-def _max_tokens(config: Config) -> int:
-    return config.tool_discovery.manifest_max_tokens
-
-
-def models(config: Config, args: argparse.Namespace) -> int:
-    if args.action == "pull":
-        return _pull(args.model or config.tool_discovery.semantic.model, args.endpoint)
-    rows = [
-        (alias, model.provider, config.providers[model.provider].type, model.model, ", ".join(model.fallbacks) or "-")
-        for alias, model in config.models.items()
-    ]
-    for line in render.table(rows, ["model", "provider", "type", "upstream model", "fallbacks"]):
-        print(line)
-    if config.default_provider:
-        print(f"\nany other model name goes to provider '{config.default_provider}' unchanged")
-    return 0
-
-
-async def mcp(config: Config, args: argparse.Namespace) -> int:
-    """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr."""
-    from app.engine.gateway import Gateway
-    from app.fronts.mcp.server import McpFront
-
-    logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
-    gateway = Gateway(config)
-    await gateway.start()  # as serve does: keyword search at once, hybrid once the tools are embedded
-    try:
-        front = McpFront(gateway, args.mode or config.mcp_front.mode, args.tool_set)
-        try:
-            front.served()
-        except RequestRefused as exc:
-            print(f"toolsift: {exc.message}", file=sys.stderr)
-            return 2
-        await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
-        return 0
-    finally:
-        await gateway.stop()
-
-
-def _pull(model_id: str, endpoint: str | None) -> int:
-    """Fetch an embedding model once, where the network allows; the gateway then finds it offline."""
-    found = model_store.find_model(model_id)
-    if found is not None:
-        print(f"{model_id}: already here ({found})")
-        return 0
-    try:
-        path = model_store.pull(model_id, endpoint)
-    except (OSError, ValueError, httpx.HTTPError) as exc:
-        print(f"toolsift: cannot pull {model_id}: {exc}", file=sys.stderr)
-        return 1
-    print(f"{model_id}: pulled to {path}")
-    return 0

@@ -1,19 +1,36 @@
-"""`toolsift` command line."""
+"""`toolsift` command line: the argument parser and the entry point, in one readable place.
+
+Each command group's work is its own module, imported only when its command runs (so `toolsift tools` answered
+by a running gateway imports neither the gateway nor its libraries): serve.py (`serve`, `demo`), inspect.py
+(`check`, `tools`, `manifest`, `search`), models.py (`models`), mcp.py (`mcp --stdio`); remote.py asks a running
+gateway and render.py prints the reports.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app import remote
+from app.cli import remote
 
 if TYPE_CHECKING:  # imported where used: `tools`, `manifest` and `search` answered by a gateway need neither
     from app.config import Config
 
 DEFAULT_CONFIG = "config.json"
+# Each command's handler, `module:function`, called with the config and the parsed arguments.
+HANDLERS = {
+    "serve": "app.cli.serve:serve",
+    "demo": "app.cli.serve:demo",
+    "check": "app.cli.inspect:check",
+    "tools": "app.cli.inspect:tools",
+    "manifest": "app.cli.inspect:manifest",
+    "search": "app.cli.inspect:search",
+    "models": "app.cli.models:models",
+    "mcp": "app.cli.mcp:mcp",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,18 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         answered = remote.run(args)
         if answered is not None:
             return answered
-    config = _load_or_exit(args.config)
-    if args.command == "serve":
-        return _serve(config, args)
-    if args.command == "demo":
-        return _demo(config, args)
-    import asyncio
+    config = load_or_exit(args.config)
+    module, _, name = HANDLERS[args.command].partition(":")
+    result = getattr(importlib.import_module(module), name)(config, args)
+    if not isinstance(result, int):  # a coroutine: the command runs on an event loop
+        import asyncio
 
-    from app import commands
-
-    handler = getattr(commands, args.command)
-    result = handler(config, args)
-    return asyncio.run(result) if asyncio.iscoroutine(result) else int(result)
+        result = asyncio.run(result)
+    return int(result)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,19 +99,16 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = commands.add_parser(
         name, help=summary, description=summary[0].upper() + summary[1:] + "."
     )
-    _add_config_option(parser)
-    return parser
-
-
-def _add_config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         default=os.environ.get("TOOLSIFT_CONFIG", DEFAULT_CONFIG),
         help="config file (default: $TOOLSIFT_CONFIG or ./config.json)",
     )
+    return parser
 
 
-def _load_or_exit(path: str) -> Config:
+def load_or_exit(path: str) -> Config:
+    """The config at `path`, or every problem with it on stderr and exit status 2."""
     from app.config import ConfigError, load_config
 
     try:
@@ -108,90 +118,3 @@ def _load_or_exit(path: str) -> Config:
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def _serve(config: Config, args: argparse.Namespace) -> int:
-    import logging
-
-    import uvicorn
-
-    from app.server.observability import configure_logging
-
-    configure_logging(args.log_level, args.log_format)
-    log = logging.getLogger("toolsift")
-    for path, variable in sorted(config.unset_env.items()):
-        log.warning("config %s: environment variable %s is not set", path, variable)
-    if not config.auth.api_keys and args.host not in LOOPBACK:
-        log.warning(
-            "SECURITY: listening on %s without gateway keys: anyone who can reach this port can use your upstream "
-            "keys and MCP servers. Set auth.api_keys in the config.",
-            args.host,
-        )
-    from app.server.client_timeouts import TimedHttpProtocol
-
-    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)
-    options: dict[str, Any] = {
-        "http": TimedHttpProtocol,  # uvicorn's httptools protocol, with header and body deadlines
-        "host": args.host,
-        "port": args.port,
-        "log_level": args.log_level,
-        "access_log": False,
-        # On SIGTERM: stop accepting, let in-flight requests finish this long, then close MCP sessions.
-        "timeout_graceful_shutdown": config.shutdown_grace_seconds,
-        # Longer than load balancers' idle timeouts (60 s is common), so the server never closes a connection a
-        # client or proxy is about to reuse: that race shows up as resets under load.
-        "timeout_keep_alive": config.keep_alive_seconds,
-    }
-    if args.workers > 1:
-        # Each worker process builds its own gateway (and MCP connections) from the same config file.
-        os.environ.update(
-            TOOLSIFT_CONFIG=str(Path(args.config).resolve()),
-            TOOLSIFT_LOG_LEVEL=args.log_level,
-            TOOLSIFT_LOG_FORMAT=args.log_format,
-        )
-        uvicorn.run("app.cli:worker_app", factory=True, workers=args.workers, **options)
-        return 0
-    uvicorn.run(_app(config), log_config=None, **options)
-    return 0
-
-
-def _demo(config: Config, args: argparse.Namespace) -> int:
-    """The gateway on `config` with its providers replaced by the demo model, served beside it in this process."""
-    from app.demo.launch import with_demo_model
-    from app.demo.server import DemoModel
-
-    model = DemoModel().start()
-    print(
-        f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
-        "(no API key; `make run` uses the real providers)",
-        file=sys.stderr,
-    )
-    try:
-        return _serve(with_demo_model(config, model.base_url), argparse.Namespace(**{**vars(args), "workers": 1}))
-    finally:
-        model.stop()
-
-
-def worker_app() -> Any:
-    """The app of one worker process (`serve --workers N`)."""
-    from app.server.client_timeouts import TimedHttpProtocol
-    from app.server.observability import configure_logging
-
-    configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
-    config = _load_or_exit(os.environ["TOOLSIFT_CONFIG"])
-    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
-    return _app(config)
-
-
-def _app(config: Config) -> Any:
-    from app.engine.gateway import Gateway
-    from app.server.app import create_app
-
-    return create_app(Gateway(config))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

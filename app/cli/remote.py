@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from app import render
+from app.cli import render
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ADMIN_KEY_VARIABLE = "TOOLSIFT_ADMIN_KEY"

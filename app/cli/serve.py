@@ -1,0 +1,94 @@
+"""`toolsift serve` and `toolsift demo`: the gateway over HTTP (uvicorn), one process or several workers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.cli import load_or_exit
+from app.config import Config
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(config: Config, args: argparse.Namespace) -> int:
+    import logging
+
+    import uvicorn
+
+    from app.server.observability import configure_logging
+
+    configure_logging(args.log_level, args.log_format)
+    log = logging.getLogger("toolsift")
+    for path, variable in sorted(config.unset_env.items()):
+        log.warning("config %s: environment variable %s is not set", path, variable)
+    if not config.auth.api_keys and args.host not in LOOPBACK:
+        log.warning(
+            "SECURITY: listening on %s without gateway keys: anyone who can reach this port can use your upstream "
+            "keys and MCP servers. Set auth.api_keys in the config.",
+            args.host,
+        )
+    from app.server.client_timeouts import TimedHttpProtocol
+
+    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)
+    options: dict[str, Any] = {
+        "http": TimedHttpProtocol,  # uvicorn's httptools protocol, with header and body deadlines
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+        # On SIGTERM: stop accepting, let in-flight requests finish this long, then close MCP sessions.
+        "timeout_graceful_shutdown": config.shutdown_grace_seconds,
+        # Longer than load balancers' idle timeouts (60 s is common), so the server never closes a connection a
+        # client or proxy is about to reuse: that race shows up as resets under load.
+        "timeout_keep_alive": config.keep_alive_seconds,
+    }
+    if args.workers > 1:
+        # Each worker process builds its own gateway (and MCP connections) from the same config file.
+        os.environ.update(
+            TOOLSIFT_CONFIG=str(Path(args.config).resolve()),
+            TOOLSIFT_LOG_LEVEL=args.log_level,
+            TOOLSIFT_LOG_FORMAT=args.log_format,
+        )
+        uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
+        return 0
+    uvicorn.run(_app(config), log_config=None, **options)
+    return 0
+
+
+def demo(config: Config, args: argparse.Namespace) -> int:
+    """The gateway on `config` with its providers replaced by the demo model, served beside it in this process."""
+    from app.demo.launch import with_demo_model
+    from app.demo.server import DemoModel
+
+    model = DemoModel().start()
+    print(
+        f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
+        "(no API key; `make run` uses the real providers)",
+        file=sys.stderr,
+    )
+    try:
+        return serve(with_demo_model(config, model.base_url), argparse.Namespace(**{**vars(args), "workers": 1}))
+    finally:
+        model.stop()
+
+
+def worker_app() -> Any:
+    """The app of one worker process (`serve --workers N`)."""
+    from app.server.client_timeouts import TimedHttpProtocol
+    from app.server.observability import configure_logging
+
+    configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
+    config = load_or_exit(os.environ["TOOLSIFT_CONFIG"])
+    TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
+    return _app(config)
+
+
+def _app(config: Config) -> Any:
+    from app.engine.build import build_gateway
+    from app.server.app import create_app
+
+    return create_app(build_gateway(config))

@@ -1,0 +1,37 @@
+"""The one place a Gateway is built and started, for what the process is for.
+
+`serve` (the HTTP gateway) and `mcp` (the MCP front over stdio) run everything: the search model loads in the
+background and the index is built at start-up. `inspect` (one `toolsift check`/`tools`/`manifest`/`search`
+answer) connects the MCP servers only: the command loads search itself, at once, since it answers one question
+and exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from app.config import Config
+from app.engine.gateway import Gateway
+
+Purpose = Literal["serve", "mcp", "inspect"]
+
+
+def build_gateway(config: Config, mcp_targets: dict[str, Any] | None = None) -> Gateway:
+    """The gateway for `config`: MCP connections, providers, search, caches, stores (`mcp_targets` replaces the
+    configured servers' transports, for tests)."""
+    return Gateway(config, mcp_targets)
+
+
+@asynccontextmanager
+async def running(gateway: Gateway, purpose: Purpose) -> AsyncIterator[Gateway]:
+    """`gateway` started for `purpose`, and stopped (MCP sessions closed, clients released) on the way out."""
+    if purpose == "inspect":
+        await gateway.mcp.start()
+    else:
+        await gateway.start()
+    try:
+        yield gateway
+    finally:
+        await gateway.stop()

@@ -1,0 +1,111 @@
+"""The handlers the route table (app/server/routes.py) names: the fronts' POSTs through the common pipeline
+(app/server/serve.py), the models list, health, readiness and metrics, and the docs; the Responses API's, the
+console's and the MCP front's own handlers are resolved here from their modules.
+
+One instance of each front per app: each handler holds the front it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp
+
+from app.engine.gateway import Gateway
+from app.errors import error_body
+from app.fronts.chat_completions import ChatCompletionsFront
+from app.fronts.messages import MessagesFront
+from app.server.admin import AdminApi
+from app.server.mcp_http import HttpFront
+from app.server.observability import METRICS_CONTENT_TYPE, exposition
+from app.server.responses_routes import ResponsesApi
+from app.server.routes import openapi
+from app.server.serve import serve, serve_count
+
+Handler = Callable[[Request], Awaitable[Response]]
+TITLE = "toolsift"
+
+
+class Endpoints:
+    def __init__(self, gateway: Gateway, mcp: HttpFront) -> None:
+        self.gateway = gateway
+        self.config = gateway.config
+        self.mcp = mcp
+        self.chat_front = ChatCompletionsFront()
+        self.messages_front = MessagesFront()
+        self.responses = ResponsesApi(gateway)
+        self.admin = AdminApi(gateway)
+
+    def handler(self, name: str) -> Handler:
+        """The handler a route table entry names: a method here, `responses.NAME`, `admin.page` or `admin.NAME`."""
+        group, _, member = name.partition(".")
+        if group == "admin":
+            return self.admin.page if member == "page" else self.admin.endpoint(member)
+        found: Handler = getattr(self.responses if group == "responses" else self, member or group)
+        return found
+
+    def app(self, name: str) -> ASGIApp:
+        """The ASGI app a mounted entry names (the MCP front)."""
+        found: ASGIApp = getattr(self, name)
+        return found
+
+    async def chat(self, request: Request) -> Response:
+        return await serve(self.gateway, request, self.chat_front)
+
+    async def messages(self, request: Request) -> Response:
+        return await serve(self.gateway, request, self.messages_front)
+
+    async def count_tokens(self, request: Request) -> Response:
+        return await serve_count(self.gateway, request, self.messages_front)
+
+    async def healthz(self, _: Request) -> Response:
+        servers = self.gateway.mcp.health()
+        up = all(server["state"] in ("up", "disabled") for server in servers.values())
+        status = "ok" if up else "degraded"
+        return JSONResponse({"status": status, "servers": servers, "search": self.gateway.semantic.status()})
+
+    async def readyz(self, _: Request) -> Response:
+        """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
+        variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
+        make the gateway unready."""
+        problems = []
+        if not self.gateway.started:
+            problems.append("starting")
+        unable = self.config.provider_problems()
+        if unable is not None:
+            problems.append(unable)
+        body = {"status": "ready" if not problems else "not ready", "problems": problems}
+        return JSONResponse(body, 200 if not problems else 503)
+
+    async def metrics(self, _: Request) -> Response:
+        return Response(exposition(self.gateway.metrics), media_type=METRICS_CONTENT_TYPE)
+
+    async def models(self, _: Request) -> Response:
+        data = [_model(alias, model.provider) for alias, model in self.config.models.items()]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def model(self, request: Request) -> Response:
+        model_id: str = request.path_params["model_id"]
+        alias = self.config.models.get(model_id)
+        if alias is not None:
+            return JSONResponse(_model(model_id, alias.provider))
+        if self.config.default_provider is not None:  # the default provider serves any other name
+            return JSONResponse(_model(model_id, self.config.default_provider))
+        known = ", ".join(sorted(self.config.models)) or "none"
+        message = f"The model '{model_id}' does not exist here. Models: {known}."
+        return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
+
+    async def openapi(self, _: Request) -> Response:
+        return JSONResponse(openapi(TITLE))
+
+    async def docs(self, _: Request) -> Response:
+        from fastapi.openapi.docs import get_swagger_ui_html  # the page's HTML only; imported when docs are on
+
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{TITLE} - Swagger UI")
+
+
+def _model(model_id: str, owner: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": owner}
