@@ -91,9 +91,7 @@ class Dispatch:
             path = scope["path"]
             app = self.direct.get((scope["method"], path))
             if app is None:
-                app = next(
-                    (app for prefix, app in self.mounts if path == prefix or path.startswith(prefix + "/")), None
-                )
+                app = next((app for prefix, app in self.mounts if _under(path, prefix)), None)
             if app is not None:
                 await app(scope, receive, send)
                 return
