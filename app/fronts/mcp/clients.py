@@ -23,10 +23,10 @@ NAMESPACE = "mcp-client"
 
 @dataclass
 class ClientView:
-    """The catalog version a client last saw (to tell it its list changed) and the deferred tools it enabled,
-    in the order found."""
+    """The fingerprint of the tool list a client last saw (to tell it its list changed) and the deferred tools it
+    enabled, in the order found."""
 
-    seen: int | None = None
+    seen: str | None = None
     enabled: list[str] = field(default_factory=list)
 
 

@@ -15,6 +15,7 @@ discovery once per catalog version; the loaded/deferred rules and their texts ar
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,6 +48,9 @@ class Served:
     tools: dict[str, Tool] = field(default_factory=dict)
     deferred: set[str] = field(default_factory=set)  # lazy mode's: hidden until a client enables them
     discovery: Discovery | None = None
+    # What the tool list is made of, the same on every replica (catalog versions are per process), so a client
+    # that moves between replicas is told of a change only when there was one.
+    fingerprint: str = ""
 
 
 class McpFront:
@@ -117,6 +121,8 @@ class McpFront:
         if gateway.tasks is not None:
             tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set))
         served.tools = {tool.name: tool for tool in tools}
+        listed = "\n".join(sorted(served.tools)) + "\n\n" + "\n".join(sorted(served.deferred))
+        served.fingerprint = hashlib.sha256(listed.encode()).hexdigest()[:16]
         return served
 
     async def _calling_client_tools(self) -> RequestTools:
@@ -153,13 +159,13 @@ class ClientMiddleware(Middleware):
     async def on_request(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         session = context.fastmcp_context
         if session is not None and context.method != "initialize":
-            version = self.front.served().version
+            fingerprint = self.front.served().fingerprint
             client = calling_client(self.front.tool_set)
             view = await self.front.clients.get(client)
-            if view.seen != version:
+            if view.seen != fingerprint:
                 if view.seen is not None:
                     await session.send_notification(mcp_types.ToolListChangedNotification())
-                view.seen = version
+                view.seen = fingerprint
                 await self.front.clients.put(client, view)
         return await call_next(context)
 
