@@ -15,12 +15,14 @@ from contextvars import ContextVar
 from typing import Any
 
 REDACTED = "[redacted]"
+_REDACTED_BYTES = REDACTED.encode()
 MIN_SECRET_CHARS = 4  # shorter values (`1`, `on`, `v2`) are flags, not keys: redacting them would mangle text
 
 _lock = threading.Lock()
 _owners: dict[int, frozenset[str]] = {}
 _tokens = itertools.count(1)
 _secrets: tuple[str, ...] = ()  # longest first, so a secret containing another is replaced whole
+_encoded: tuple[bytes, ...] = ()  # the same, as UTF-8, for bytes on their way out
 _request_secrets: ContextVar[tuple[str, ...]] = ContextVar("toolsift_request_secrets", default=())
 
 
@@ -47,8 +49,14 @@ def unregister(token: int) -> None:
 
 
 def _rebuild() -> None:
-    global _secrets
+    global _secrets, _encoded
     _secrets = tuple(sorted(set().union(*_owners.values()), key=lambda secret: (-len(secret), secret)))
+    _encoded = tuple(secret.encode() for secret in _secrets)
+
+
+def active() -> bool:
+    """Whether anything is to be redacted now (configured secrets, or the current request's)."""
+    return bool(_secrets or _request_secrets.get())
 
 
 def longest() -> int:
@@ -66,6 +74,19 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """`redact` for UTF-8 text on its way out (a response body, an SSE event): what the one exit of every HTTP
+    answer runs (app/server/redacting.py)."""
+    for secret in _encoded:
+        if secret in data:
+            data = data.replace(secret, _REDACTED_BYTES)
+    for text in _request_secrets.get():
+        secret = text.encode()
+        if secret in data:
+            data = data.replace(secret, _REDACTED_BYTES)
+    return data
 
 
 def redact_value(value: Any) -> Any:

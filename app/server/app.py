@@ -22,6 +22,7 @@ from app.server.auth import ApiKeyMiddleware
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.endpoints import Endpoints, Handler
 from app.server.mcp_http import HttpFront
+from app.server.redacting import RedactedAnswers
 from app.server.routes import routes, shape_for
 
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
@@ -104,7 +105,8 @@ def _under(path: str, prefix: str) -> bool:
 
 def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
     """Every path behind, outermost first: request id, origin and host checks (before any work); CORS, so that
-    preflights from allowed origins are answered without a key; gateway keys; JSON-only bodies."""
+    preflights from allowed origins are answered without a key; gateway keys; JSON-only bodies. Every answer
+    leaves through the one redaction point (app/server/redacting.py)."""
     config = gateway.config
     app = JsonBodies(app)
     if config.auth.api_keys:
@@ -117,4 +119,4 @@ def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
             allow_headers=CORS_HEADERS,
             expose_headers=["x-request-id", "mcp-session-id"],
         )
-    return EdgeGuard(app, config.cors_origins, keyed=bool(config.auth.api_keys))
+    return EdgeGuard(RedactedAnswers(app), config.cors_origins, keyed=bool(config.auth.api_keys))

@@ -34,6 +34,7 @@ from app.discovery.search import Discovery
 from app.engine.gateway import Gateway
 from app.engine.request_tools import RequestTools, ToolKind
 from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
+from app.fronts.mcp.redacting import RedactedResults
 from app.fronts.mcp.tasks import RunTask
 from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
 
@@ -75,6 +76,7 @@ class McpFront:
             auth=auth,
             providers=[CatalogTools(self)],
         )
+        self.server.add_middleware(RedactedResults())  # outermost: it sees every result, refusals included
         self.server.add_middleware(ClientMiddleware(self))
 
     def served(self) -> Served:
