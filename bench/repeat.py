@@ -1,7 +1,7 @@
 """A bench run several times, its numbers' medians side by side: how a change is judged against the commit before
 when one run's noise is larger than the change.
 
-    python bench/repeat.py overhead --baseline DIR [--runs 5] [-- more overhead.py options]
+    python bench/repeat.py overhead --baseline DIR [--runs 5] [more overhead.py options]
 
 Each run is the bench itself with `--baseline DIR` (both checkouts measured in the same run); the table shows, for
 each figure both targets report, every run's ratio (this checkout / baseline) and the median ratio. Recorded as
@@ -43,9 +43,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the bench (after --)")
-    args = parser.parse_args()
-    rest = [arg for arg in args.rest if arg != "--"]
+    args, rest = parser.parse_known_args()  # the rest goes to the bench
+    rest = [arg for arg in rest if arg != "--"]
     runs: list[dict[str, tuple[float, float]]] = []
     with tempfile.TemporaryDirectory() as directory:
         env = {**os.environ, RESULTS_ENV: directory}
