@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
 from app.cli import load_or_exit
 from app.config import Config
+from app.engine.build import build_gateway
+from app.server.app import create_app
+from app.server.client_timeouts import TimedHttpProtocol
+from app.server.observability import configure_logging
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def serve(config: Config, args: argparse.Namespace) -> int:
-    import logging
-
-    import uvicorn
-
-    from app.server.observability import configure_logging
-
     configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("toolsift")
     for path, variable in sorted(config.unset_env.items()):
@@ -31,8 +32,6 @@ def serve(config: Config, args: argparse.Namespace) -> int:
             "keys and MCP servers. Set auth.api_keys in the config.",
             args.host,
         )
-    from app.server.client_timeouts import TimedHttpProtocol
-
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)
     options: dict[str, Any] = {
         "http": TimedHttpProtocol,  # uvicorn's httptools protocol, with header and body deadlines
@@ -55,7 +54,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         )
         uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
         return 0
-    uvicorn.run(_app(config), log_config=None, **options)
+    uvicorn.run(create_app(build_gateway(config)), log_config=None, **options)
     return 0
 
 
@@ -78,17 +77,7 @@ def demo(config: Config, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The app of one worker process (`serve --workers N`)."""
-    from app.server.client_timeouts import TimedHttpProtocol
-    from app.server.observability import configure_logging
-
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = load_or_exit(os.environ["TOOLSIFT_CONFIG"])
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
-    return _app(config)
-
-
-def _app(config: Config) -> Any:
-    from app.engine.build import build_gateway
-    from app.server.app import create_app
-
     return create_app(build_gateway(config))
