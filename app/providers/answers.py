@@ -1,5 +1,5 @@
 """What an upstream's answer must look like before the gateway reads it: OpenAI completions and chunks,
-Anthropic messages and stream events.
+Anthropic's answers are modelled in its codec (`app.codecs.anthropic.protocol`), checked alike.
 
 A model's output is arbitrary and an upstream can send anything; the loop and the translation read these answers
 as dicts, so each one is checked here, at the provider edge, once. Only the fields the gateway reads are
@@ -85,46 +85,6 @@ class Chunk(_Shape):
     model: StrictStr | None = None
     choices: list[ChunkChoice] | None = None
     usage: Usage | None = None
-
-
-class AnthropicUsage(_Shape):
-    input_tokens: StrictInt | None = None
-    output_tokens: StrictInt | None = None
-    cache_read_input_tokens: StrictInt | None = None
-    cache_creation_input_tokens: StrictInt | None = None
-
-
-class AnthropicBlock(_Shape):
-    type: StrictStr
-    text: StrictStr = ""
-    id: StrictStr | None = None
-    name: StrictStr | None = None
-    input: dict[str, Any] | None = None
-
-
-class AnthropicMessage(_Shape):
-    type: StrictStr | None = None
-    id: StrictStr | None = None
-    model: StrictStr | None = None
-    content: list[AnthropicBlock] | None = None
-    stop_reason: StrictStr | None = None
-    usage: AnthropicUsage | None = None
-
-
-class AnthropicDelta(_Shape):
-    type: StrictStr | None = None
-    text: StrictStr | None = None
-    partial_json: StrictStr | None = None
-    stop_reason: StrictStr | None = None
-
-
-class AnthropicEvent(_Shape):
-    type: StrictStr
-    index: StrictInt | None = None
-    message: AnthropicMessage | None = None
-    content_block: AnthropicBlock | None = None
-    delta: AnthropicDelta | None = None
-    usage: AnthropicUsage | None = None
 
 
 def problem(shape: type[BaseModel], answer: dict[str, Any]) -> str | None:
