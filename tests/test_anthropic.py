@@ -12,8 +12,8 @@ import pytest
 
 from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
 from app.codecs.anthropic.requests import request_body
+from app.codecs.openai_chat.answers import delta_from_chunk, delta_from_completion
 from app.core.model import Delta, UpstreamRequest
-from app.providers.openai_format import delta_from_chunk, delta_from_completion
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 from tests.support.gateway import engine_request
 
