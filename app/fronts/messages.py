@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from app import tokens
-from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_use_json, usage_json
+from app.codecs.anthropic.answers import error_type, stop_reason, thinking_blocks, tool_use_json, usage_json
 from app.codecs.anthropic.requests import chat_request
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
@@ -45,29 +45,6 @@ def message_json(answer: Answer, model: str) -> JsonObject:
 
 def _message_id(upstream_id: str) -> str:
     return upstream_id if upstream_id.startswith("msg_") else f"msg_{uuid.uuid4().hex}"
-
-
-def error_type(error: GatewayError) -> str:
-    """Anthropic's error type for an error: a specific one of Anthropic's the upstream gave, else by status."""
-    if error.type in ANTHROPIC_ERROR_TYPES and error.type not in ("invalid_request_error", "api_error"):
-        return error.type
-    return STATUS_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
-
-
-ANTHROPIC_ERROR_TYPES = frozenset(
-    {"invalid_request_error", "authentication_error", "billing_error", "permission_error", "not_found_error",
-     "request_too_large", "rate_limit_error", "timeout_error", "api_error", "overloaded_error"}
-)  # fmt: skip
-STATUS_TYPES = {
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-    529: "overloaded_error",
-    504: "timeout_error",
-}
 
 
 def count_json(payload: JsonObject) -> JsonObject:

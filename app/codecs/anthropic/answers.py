@@ -1,5 +1,5 @@
 """Anthropic answers <-> the engine's model: an upstream's message or stream events in, as deltas; the pieces of
-an answer (stop reason, usage, thinking blocks, tool input) out, for the Messages front.
+an answer (stop reason, usage, thinking blocks, tool input, error type) out, for the Messages front.
 
 Thinking becomes reasoning for every front, and each thinking block also goes on whole as it ends
 (`reasoning_blocks`: a Messages client gets it signed); the whole content goes into `extra`, so the next round
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from app.codecs.anthropic.protocol import FINISH_REASONS, STOP_REASONS, THINKING
 from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.errors import GatewayError
 
 
 def usage_in(usage: JsonObject | None) -> Usage | None:
@@ -171,3 +172,26 @@ def tool_input(call: ToolCall) -> JsonObject:
 
 def tool_use_json(call: ToolCall) -> JsonObject:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
+
+
+def error_type(error: GatewayError) -> str:
+    """Anthropic's error type for an error: a specific one of Anthropic's the upstream gave, else by status."""
+    if error.type in ANTHROPIC_ERROR_TYPES and error.type not in ("invalid_request_error", "api_error"):
+        return error.type
+    return STATUS_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+
+
+ANTHROPIC_ERROR_TYPES = frozenset(
+    {"invalid_request_error", "authentication_error", "billing_error", "permission_error", "not_found_error",
+     "request_too_large", "rate_limit_error", "timeout_error", "api_error", "overloaded_error"}
+)  # fmt: skip
+STATUS_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+    504: "timeout_error",
+}
