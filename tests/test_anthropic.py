@@ -1,4 +1,5 @@
-"""Anthropic upstream: golden translations both ways, and the whole discovery loop against a respx upstream."""
+"""Anthropic upstream: recorded translations both ways (an answer reads alike from either format), and the whole
+discovery loop against a respx upstream."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
+from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
+from app.codecs.anthropic.requests import request_body
+from app.codecs.openai_chat.answers import delta_from_chunk, delta_from_completion
+from app.core.model import Delta, UpstreamRequest
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
+from tests.support.gateway import engine_request
 
 pytestmark = pytest.mark.unit
 
@@ -23,28 +28,50 @@ def golden(name: str) -> dict[str, Any]:
     return data
 
 
+def upstream_request(body: dict[str, Any]) -> UpstreamRequest:
+    """A chat-completions body as the round the engine would send (the chat front reads it, no tools added)."""
+    request = engine_request(body)
+    tools = [tool.spec for tool in request.tools]
+    return UpstreamRequest(request.model, request.messages, tools, request.options, request.stream)
+
+
+def typed(deltas: list[Delta]) -> dict[str, Any]:
+    """What deltas say, whatever format they were read from: text, calls, finish reasons, usage."""
+    return {
+        "content": "".join(delta.content for delta in deltas),
+        "calls": [(c.index, c.id, c.name, c.arguments) for delta in deltas for c in delta.calls if c.id or c.arguments],
+        "finish": [delta.finish_reason for delta in deltas if delta.finish_reason],
+        "usage": [delta.usage for delta in deltas if delta.usage is not None],
+        "meta": [(delta.meta.id, delta.meta.model) for delta in deltas[:1] if delta.meta is not None],
+    }
+
+
 @pytest.mark.parametrize("name", ["request_plain.json", "request_tools.json"])
 def test_requests_translate_as_recorded(name: str) -> None:
     case = golden(name)
-    assert to_anthropic(case["openai"], 4096) == case["anthropic"]
+    assert request_body(upstream_request(case["openai"]), 4096) == case["anthropic"]
 
 
 @pytest.mark.parametrize("name", ["response_text.json", "response_tool_calls.json"])
 def test_responses_translate_as_recorded(name: str) -> None:
     case = golden(name)
-    assert {**from_anthropic(case["anthropic"]), "created": 0} == case["openai"]
+    assert typed([delta_from_message(case["anthropic"])]) == typed([delta_from_completion(case["openai"])])
 
 
 def test_stream_events_translate_as_recorded() -> None:
     case = golden("stream_tool_calls.json")
-    translator = StreamTranslator()
-    chunks = [{**chunk, "created": 0} for event in case["anthropic_events"] for chunk in translator.chunks(event)]
-    assert chunks == case["openai_chunks"]
+    decoder = StreamDecoder()
+    deltas = [delta for event in case["anthropic_events"] for delta in decoder.deltas(event)]
+    assert typed(deltas) == typed([delta_from_chunk(chunk) for chunk in case["openai_chunks"]])
 
 
 def test_tool_choice_variants() -> None:
     tools = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}]
     base = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools}
+
+    def to_anthropic(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        return request_body(upstream_request(body), max_tokens)
+
     assert "tool_choice" not in to_anthropic(base, 10)
     assert to_anthropic({**base, "tool_choice": "none"}, 10)["tool_choice"] == {"type": "none"}
     assert to_anthropic({**base, "tool_choice": "required"}, 10)["tool_choice"] == {"type": "any"}

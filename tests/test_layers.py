@@ -1,4 +1,5 @@
-"""Data flows one way: server edge -> fronts -> engine -> discovery, MCP client, providers -> core -> shared modules.
+"""Data flows one way: server edge -> fronts -> engine -> discovery, MCP client, providers -> codecs -> core -> shared
+modules.
 
 Every `app/` module is parsed (never imported) and each of its imports, including lazy and type-only ones,
 must point to its own layer or a lower one. A module that needs something from above means that thing belongs
@@ -30,6 +31,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("app.engine",)),
     # The keyed store (memory or Redis) sits here too: the engine and the fronts keep per-caller state in it.
     ("lower", ("app.discovery", "app.mcp.client", "app.providers", "app.store")),
+    # One codec per wire format (protocol types, translation to and from the typed model), shared by the front
+    # and the provider of that format. It imports the core and shared modules only.
+    ("codecs", ("app.codecs",)),
     # The typed model, the tool catalog and deferral: the vocabulary every layer above speaks (providers take typed
     # rounds, discovery ranks catalog entries, the MCP client builds catalogs). It imports shared modules only.
     ("core", ("app.core",)),

@@ -1,10 +1,10 @@
-"""OpenAI Chat Completions <-> the engine's model: the request in, the answer and the stream out.
+"""`POST /v1/chat/completions`: the request read by the OpenAI chat codec (`app.codecs.openai_chat`), the loop's
+answer rendered as a `chat.completion` or a stream.
 
-A client's messages keep their wire dicts (`native`), so an OpenAI-compatible upstream gets them back exactly as
-sent. The stream is one consistent SSE stream over every round: one `id`, `model` and `created`, choice index 0,
-text and reasoning as they come, the client's tool calls at the end, exactly one finish reason, an optional usage
-chunk summed over rounds, then `[DONE]`. Its first chunk waits for the first thing to say, so a round that only
-calls tools starts with `content: null`, as OpenAI sends it.
+The stream is one consistent SSE stream over every round: one `id`, `model` and `created`, choice index 0, text and
+reasoning as they come, the client's tool calls at the end, exactly one finish reason, an optional usage chunk
+summed over rounds, then `[DONE]`. Its first chunk waits for the first thing to say, so a round that only calls
+tools starts with `content: null`, as OpenAI sends it.
 """
 
 from __future__ import annotations
@@ -15,19 +15,9 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.core.model import (
-    ChatRequest,
-    ClientTool,
-    JsonObject,
-    Message,
-    Native,
-    Options,
-    Part,
-    ResponseMeta,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from app.codecs.openai_chat.answers import READ_MESSAGE_FIELDS, tool_call_json, usage_json
+from app.codecs.openai_chat.requests import chat_request
+from app.core.model import ChatRequest, JsonObject, ResponseMeta
 from app.engine.answer import Answer
 from app.engine.events import (
     ClientToolCall,
@@ -41,91 +31,11 @@ from app.engine.events import (
 )
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
-from app.fronts.chat_wire import ChatCompletionRequest, parse_chat_request
+from app.fronts.chat_wire import parse_chat_request
 from app.fronts.sse_wire import KEEPALIVE, sse
 
 log = logging.getLogger("toolsift.stream")
 DONE = "data: [DONE]\n\n"
-GATEWAY_FIELDS = frozenset({"model", "messages", "tools", "stream", "tool_set", "session_id"})
-TYPED_OPTIONS = frozenset({"tool_choice", "parallel_tool_calls", "stop"})
-REASONING_FIELDS = ("reasoning_content", "reasoning")
-READ_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", *REASONING_FIELDS})
-
-
-def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatRequest:
-    """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
-    params = {key: value for key, value in payload.items() if key not in GATEWAY_FIELDS and key not in TYPED_OPTIONS}
-    stop = request.stop
-    options = Options(
-        tool_choice=request.tool_choice,
-        parallel_tool_calls=request.parallel_tool_calls,
-        stop=stop,
-        include_usage=bool(request.stream_options and request.stream_options.include_usage),
-        params=params,
-    )
-    tools = [
-        ClientTool(
-            ToolSpec(
-                tool.function.name,
-                tool.function.description or "",
-                tool.function.parameters or {"type": "object", "properties": {}},
-                openai=tool.model_dump(exclude_none=True, exclude={"defer_loading"}),
-            ),
-            deferred=tool.defer_loading,
-        )
-        for tool in request.tools or ()
-    ]
-    return ChatRequest(
-        model=request.model,
-        messages=[message_from_wire(raw) for raw in payload["messages"]],
-        tools=tools,
-        options=options,
-        stream=request.stream,
-        tool_set=request.tool_set,
-        session_id=request.session_id,
-    )
-
-
-def message_from_wire(raw: JsonObject) -> Message:
-    """A validated chat message (app.fronts.chat_wire checked the fields read here)."""
-    content = raw.get("content")
-    if isinstance(content, list):
-        content = [_part(part) for part in content]
-    reasoning_field = next((key for key in REASONING_FIELDS if isinstance(raw.get(key), str)), "reasoning_content")
-    return Message(
-        role=raw["role"],
-        content=content,
-        tool_calls=[
-            ToolCall(str(call.get("id") or ""), call["function"]["name"], call["function"].get("arguments") or "")
-            for call in raw.get("tool_calls") or ()
-        ],
-        tool_call_id=raw.get("tool_call_id"),
-        reasoning=raw.get(reasoning_field),
-        reasoning_field=reasoning_field,
-        native=Native("openai", raw),
-    )
-
-
-def _part(part: JsonObject) -> Part:
-    kind = part.get("type")
-    if kind == "text":
-        return Part("text", text=part.get("text") or "", native=part)
-    if kind == "image_url":
-        return Part("image", url=part["image_url"]["url"], native=part)
-    return Part("other", native=part)
-
-
-def usage_json(usage: Usage) -> JsonObject:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-        **usage.extra,
-    }
-
-
-def tool_call_json(call: ToolCall) -> JsonObject:
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
 def completion(answer: Answer, model: str) -> JsonObject:

@@ -17,7 +17,8 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from app.core.model import JsonObject, Native, ToolCall, Usage
+from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_input, usage_json
+from app.core.model import JsonObject, Native, ToolCall
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -33,8 +34,6 @@ from app.errors import GatewayError
 from app.fronts.sse_wire import named_sse
 
 log = logging.getLogger("toolsift.stream")
-THINKING = ("thinking", "redacted_thinking")
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
 
 
 def event(data: JsonObject) -> str:
@@ -42,38 +41,6 @@ def event(data: JsonObject) -> str:
 
 
 PING = event({"type": "ping"})
-
-
-def stop_reason(finish_reason: str) -> str:
-    return STOP_REASONS.get(finish_reason, "end_turn")
-
-
-def usage_json(usage: Usage | None) -> JsonObject:
-    """Usage in Anthropic's terms: cached prompt tokens (as an upstream reported them) apart from the rest."""
-    usage = usage or Usage()
-    details = usage.extra.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    cached = cached if isinstance(cached, int) else 0
-    return {
-        "input_tokens": max(usage.prompt_tokens - cached, 0),
-        "output_tokens": usage.completion_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": cached,
-    }
-
-
-def thinking_blocks(blocks: list[Native]) -> list[JsonObject]:
-    """Reasoning blocks as an Anthropic upstream wrote them (thinking with its signature, redacted thinking)."""
-    return [block.value for block in blocks if block.format == "anthropic" and block.value.get("type") in THINKING]
-
-
-def tool_input(call: ToolCall) -> JsonObject:
-    """The call's arguments as an object; arguments that are not a JSON object (a model's mistake) become `{}`."""
-    try:
-        value = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 class MessagesStream:

@@ -1,4 +1,4 @@
-"""OpenAI Responses API <-> the engine's model: `POST /v1/responses`, its answer and its stream.
+"""`POST /v1/responses`: its request read by the Responses codec (`app.codecs.responses`), its answer and its stream.
 
 The request becomes a chat (instructions as a system message, input items as turns, Responses parameters under
 the chat names every OpenAI-compatible upstream takes); the answer becomes a `response` with `reasoning`,
@@ -13,72 +13,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
 
-from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Options, ToolSpec
+from app.codecs.responses.items import function_call_item, message_item, messages_of, reasoning_item
+from app.codecs.responses.protocol import ParsedResponses
+from app.codecs.responses.requests import chat_request
+from app.core.model import ChatRequest, JsonObject, Message
 from app.engine.answer import Answer
-from app.engine.events import (
-    Event,
-)
+from app.engine.events import Event
 from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
-from app.fronts.responses_items import (
-    ResponseCall,
-    function_call_item,
-    message_item,
-    messages_of,
-    reasoning_item,
-    response_json,
-)
+from app.fronts.responses_items import ResponseCall, response_json
 from app.fronts.responses_stream import ResponsesStream
-from app.fronts.responses_wire import ParsedResponses, input_items, parse_responses_request
+from app.fronts.responses_wire import input_items, parse_responses_request
 from app.fronts.sse_wire import KEEPALIVE
 
 log = logging.getLogger("toolsift.stream")
-
-
-def chat_request(parsed: ParsedResponses) -> ChatRequest:
-    request = parsed.request
-    params: JsonObject = {}
-    passed: dict[str, object] = {"temperature": request.temperature, "top_p": request.top_p, "user": request.user}
-    params.update({name: value for name, value in passed.items() if value is not None})
-    if request.max_output_tokens is not None:
-        params["max_tokens"] = request.max_output_tokens  # the name every OpenAI-compatible upstream takes
-    text_format = request.text.format if request.text is not None else None
-    if text_format is not None and text_format.type == "json_object":
-        params["response_format"] = {"type": "json_object"}
-    elif text_format is not None and text_format.type == "json_schema":
-        schema: JsonObject = {"name": text_format.name, "schema": text_format.json_schema}
-        for name, value in (("description", text_format.description), ("strict", text_format.strict)):
-            if value is not None:
-                schema[name] = value
-        params["response_format"] = {"type": "json_schema", "json_schema": schema}
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        params["reasoning_effort"] = request.reasoning.effort
-    if request.stream:
-        params["stream_options"] = {"include_usage": True}  # a response always reports its usage
-    choice = request.tool_choice
-    if isinstance(choice, dict):
-        choice = {"type": "function", "function": {"name": choice["name"]}}
-    return ChatRequest(
-        model=request.model,
-        messages=messages_of(parsed.items, request.instructions),
-        tools=[_client_tool(tool) for tool in parsed.tools],
-        options=Options(tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, params=params),
-        stream=request.stream,
-        tool_set=request.tool_set,
-        session_id=request.session_id,
-    )
-
-
-def _client_tool(tool: Any) -> ClientTool:
-    parameters = tool.parameters or {"type": "object", "properties": {}}
-    function: JsonObject = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
-    if tool.strict is not None:
-        function["strict"] = tool.strict
-    spec = ToolSpec(tool.name, tool.description or "", parameters, openai={"type": "function", "function": function})
-    return ClientTool(spec, deferred=tool.defer_loading)
 
 
 def answer_output(answer: Answer) -> list[JsonObject]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.codecs.responses.items import function_call_item, item_id, message_item, output_text, reasoning_item
 from app.core.model import JsonObject
 from app.engine.events import (
     ClientToolCall,
@@ -23,15 +24,7 @@ from app.engine.events import (
     RoundStarted,
 )
 from app.errors import GatewayError
-from app.fronts.responses_items import (
-    ResponseCall,
-    function_call_item,
-    item_id,
-    message_item,
-    output_text,
-    reasoning_item,
-    response_json,
-)
+from app.fronts.responses_items import ResponseCall, response_json
 from app.fronts.sse_wire import KEEPALIVE, named_sse
 
 

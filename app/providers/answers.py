@@ -1,8 +1,7 @@
-"""What an upstream's answer must look like before the gateway reads it: OpenAI completions and chunks,
-Anthropic messages and stream events.
+"""An upstream's answer checked against its shape before the gateway reads it.
 
-A model's output is arbitrary and an upstream can send anything; the loop and the translation read these answers
-as dicts, so each one is checked here, at the provider edge, once. Only the fields the gateway reads are
+A model's output is arbitrary and an upstream can send anything; the codecs read answers as dicts, so each one is
+checked here, at the provider edge, once, against its codec's protocol model. Only the fields the gateway reads are
 checked; everything else passes through untouched (the original dict goes on, not the model). A wrong shape
 becomes a 502 `upstream_invalid_response` that names the field.
 """
@@ -11,120 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
-
-
-class _Shape(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class TokenDetails(_Shape):
-    cached_tokens: StrictInt | None = None
-    reasoning_tokens: StrictInt | None = None
-
-
-class Usage(_Shape):
-    prompt_tokens: StrictInt | None = None
-    completion_tokens: StrictInt | None = None
-    total_tokens: StrictInt | None = None
-    prompt_tokens_details: TokenDetails | None = None
-    completion_tokens_details: TokenDetails | None = None
-
-
-class Function(_Shape):
-    name: StrictStr | None = None
-    arguments: StrictStr | None = None
-
-
-class ToolCall(_Shape):
-    id: StrictStr | None = None
-    type: StrictStr | None = None
-    function: Function
-
-
-class Message(_Shape):
-    role: StrictStr | None = None
-    content: StrictStr | list[Any] | None = None
-    tool_calls: list[ToolCall] | None = None
-
-
-class Choice(_Shape):
-    index: StrictInt = 0
-    message: Message
-    finish_reason: StrictStr | None = None
-
-
-class Completion(_Shape):
-    id: StrictStr | None = None
-    model: StrictStr | None = None
-    choices: list[Choice] = Field(min_length=1)
-    usage: Usage | None = None
-
-
-class ToolCallDelta(_Shape):
-    index: StrictInt = 0
-    id: StrictStr | None = None
-    type: StrictStr | None = None
-    function: Function | None = None
-
-
-class Delta(_Shape):
-    role: StrictStr | None = None
-    content: StrictStr | None = None
-    tool_calls: list[ToolCallDelta] | None = None
-
-
-class ChunkChoice(_Shape):
-    index: StrictInt = 0
-    delta: Delta | None = None
-    finish_reason: StrictStr | None = None
-
-
-class Chunk(_Shape):
-    id: StrictStr | None = None
-    model: StrictStr | None = None
-    choices: list[ChunkChoice] | None = None
-    usage: Usage | None = None
-
-
-class AnthropicUsage(_Shape):
-    input_tokens: StrictInt | None = None
-    output_tokens: StrictInt | None = None
-    cache_read_input_tokens: StrictInt | None = None
-    cache_creation_input_tokens: StrictInt | None = None
-
-
-class AnthropicBlock(_Shape):
-    type: StrictStr
-    text: StrictStr = ""
-    id: StrictStr | None = None
-    name: StrictStr | None = None
-    input: dict[str, Any] | None = None
-
-
-class AnthropicMessage(_Shape):
-    type: StrictStr | None = None
-    id: StrictStr | None = None
-    model: StrictStr | None = None
-    content: list[AnthropicBlock] | None = None
-    stop_reason: StrictStr | None = None
-    usage: AnthropicUsage | None = None
-
-
-class AnthropicDelta(_Shape):
-    type: StrictStr | None = None
-    text: StrictStr | None = None
-    partial_json: StrictStr | None = None
-    stop_reason: StrictStr | None = None
-
-
-class AnthropicEvent(_Shape):
-    type: StrictStr
-    index: StrictInt | None = None
-    message: AnthropicMessage | None = None
-    content_block: AnthropicBlock | None = None
-    delta: AnthropicDelta | None = None
-    usage: AnthropicUsage | None = None
+from pydantic import BaseModel, ValidationError
 
 
 def problem(shape: type[BaseModel], answer: dict[str, Any]) -> str | None:

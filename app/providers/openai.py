@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator
 
+from app.codecs.openai_chat.answer_types import Chunk, Completion
+from app.codecs.openai_chat.answers import delta_from_chunk, delta_from_completion
+from app.codecs.openai_chat.requests import to_openai
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest
-from app.providers.answers import Chunk, Completion
 from app.providers.base import HttpProvider
-from app.providers.openai_format import delta_from_chunk, delta_from_completion, to_openai
 
 
 class OpenAIProvider(HttpProvider):

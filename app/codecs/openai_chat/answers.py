@@ -1,92 +1,18 @@
-"""The engine's model <-> OpenAI chat completions as an upstream speaks it. Pure functions, no I/O.
-
-Messages a client sent in this format go back exactly as sent (`native`); those the loop made are written from
-their typed fields. Answers are read only after `answers.py` checked their shape.
+"""OpenAI chat-completions answers <-> the engine's model: an upstream's completion or stream chunk in, as a
+delta (read only after its shape was checked, `answer_types`); the pieces of an answer (usage, tool calls) out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.core.model import (
-    CallFragment,
-    Delta,
-    JsonObject,
-    Message,
-    Native,
-    Part,
-    ResponseMeta,
-    ToolSpec,
-    UpstreamRequest,
-    Usage,
-)
+from app.codecs.openai_chat.protocol import REASONING_FIELDS
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage
 
-REASONING_FIELDS = ("reasoning_content", "reasoning")
 MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "function_call", *REASONING_FIELDS})
-RESENT_FIELDS = ("reasoning_details",)  # an upstream's own fields of an assistant turn it wants back next round
+READ_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", *REASONING_FIELDS})
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 META_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier"})
-
-
-def to_openai(request: UpstreamRequest) -> JsonObject:
-    """The round as a chat-completions body."""
-    options = request.options
-    body: JsonObject = {**options.params, "model": request.model}
-    if not request.stream:
-        body.pop("stream_options", None)
-    body["messages"] = [message_to_openai(message) for message in request.messages]
-    if request.tools:
-        body["tools"] = [tool_to_openai(tool) for tool in request.tools]
-    if options.tool_choice is not None:
-        body["tool_choice"] = options.tool_choice
-    if options.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = options.parallel_tool_calls
-    if options.stop is not None:
-        body["stop"] = options.stop
-    if request.stream:
-        body["stream"] = True
-    return body
-
-
-def tool_to_openai(tool: ToolSpec) -> JsonObject:
-    if tool.openai is not None:
-        return tool.openai
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    }
-
-
-def message_to_openai(message: Message) -> JsonObject:
-    if message.native is not None and message.native.format == "openai":
-        return message.native.value
-    wire: JsonObject = {"role": message.role, "content": _content(message.content)}
-    if message.tool_calls:
-        wire["tool_calls"] = [
-            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-            for call in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        wire["tool_call_id"] = message.tool_call_id
-    if message.reasoning is not None:
-        wire[message.reasoning_field] = message.reasoning
-    if message.extra is not None and message.extra.format == "openai":
-        wire.update({key: message.extra.value[key] for key in RESENT_FIELDS if key in message.extra.value})
-    return wire
-
-
-def _content(content: str | list[Part] | None) -> str | list[JsonObject] | None:
-    if not isinstance(content, list):
-        return content
-    parts: list[JsonObject] = []
-    for part in content:
-        if part.native is not None and part.native.get("type") in ("text", "image_url"):
-            parts.append(part.native)
-        elif part.kind == "text":
-            parts.append({"type": "text", "text": part.text})
-        elif part.kind == "image":
-            parts.append({"type": "image_url", "image_url": {"url": part.url}})
-    return parts
 
 
 def usage_from_openai(usage: Any) -> Usage | None:
@@ -157,3 +83,16 @@ def delta_from_chunk(chunk: JsonObject) -> Delta:
 def _fragment(index: int, call: JsonObject) -> CallFragment:
     function = call.get("function") or {}
     return CallFragment(index, call.get("id") or "", function.get("name") or "", function.get("arguments") or "")
+
+
+def usage_json(usage: Usage) -> JsonObject:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        **usage.extra,
+    }
+
+
+def tool_call_json(call: ToolCall) -> JsonObject:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

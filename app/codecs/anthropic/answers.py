@@ -1,0 +1,197 @@
+"""Anthropic answers <-> the engine's model: an upstream's message or stream events in, as deltas; the pieces of
+an answer (stop reason, usage, thinking blocks, tool input, error type) out, for the Messages front.
+
+Thinking becomes reasoning for every front, and each thinking block also goes on whole as it ends
+(`reasoning_blocks`: a Messages client gets it signed); the whole content goes into `extra`, so the next round
+sends it back unchanged. Each stream event is read once, after the provider checked its shape.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from app.codecs.anthropic.protocol import FINISH_REASONS, STOP_REASONS, THINKING
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.errors import GatewayError
+
+
+def usage_in(usage: JsonObject | None) -> Usage | None:
+    """Anthropic's usage as the engine's: cached and cache-written prompt tokens counted in the prompt."""
+    if not usage:
+        return None
+    cache_read = int(usage.get("cache_read_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + int(usage.get("cache_creation_input_tokens") or 0) + cache_read
+    completion = int(usage.get("output_tokens") or 0)
+    return Usage(prompt, completion, prompt + completion, {"prompt_tokens_details": {"cached_tokens": cache_read}})
+
+
+def finish_reason(stop_reason: str | None) -> str:
+    return STOP_REASONS.get(stop_reason or "", "stop")
+
+
+def _meta(message: JsonObject, created: int) -> ResponseMeta:
+    return ResponseMeta(id=f"chatcmpl-{message.get('id', '')}", model=str(message.get("model") or ""), created=created)
+
+
+def delta_from_message(message: JsonObject) -> Delta:
+    """A whole (checked) message as one delta."""
+    content = message.get("content") or []
+    text = "".join(block.get("text", "") for block in content if block.get("type") == "text")
+    thinking = "".join(block.get("thinking") or "" for block in content if block.get("type") == "thinking")
+    calls = [
+        CallFragment(index, block.get("id") or "", block.get("name") or "", json.dumps(block.get("input") or {}))
+        for index, block in enumerate(block for block in content if block.get("type") == "tool_use")
+    ]
+    return Delta(
+        content=text,
+        reasoning=thinking,
+        calls=calls,
+        finish_reason=finish_reason(message.get("stop_reason")),
+        usage=usage_in(message.get("usage")),
+        meta=_meta(message, int(time.time())),
+        extra=Native("anthropic", {"content": content}),
+        reasoning_blocks=[Native("anthropic", block) for block in content if block.get("type") in THINKING],
+    )
+
+
+@dataclass
+class StreamDecoder:
+    """A streamed answer's (checked) events as deltas, its content blocks assembled on the way as Anthropic would
+    have sent them whole."""
+
+    meta: ResponseMeta = field(default_factory=lambda: ResponseMeta(id="chatcmpl-", created=int(time.time())))
+    usage: JsonObject = field(default_factory=dict)
+    tool_index: dict[int, int] = field(default_factory=dict)  # block index -> the engine's tool-call index
+    blocks: dict[int, JsonObject] = field(default_factory=dict)
+    inputs: dict[int, str] = field(default_factory=dict)  # tool_use input JSON, in parts
+
+    def deltas(self, event: JsonObject) -> list[Delta]:
+        kind, index = event.get("type"), event.get("index")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.meta = _meta(message, self.meta.created)
+            self.usage.update(message.get("usage") or {})
+            return [Delta(meta=self.meta)]
+        if kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if isinstance(index, int):
+                self.blocks[index] = dict(block)
+            if block.get("type") == "tool_use":
+                position = self.tool_index.setdefault(event.get("index", 0), len(self.tool_index))
+                call = CallFragment(position, block.get("id") or "", block.get("name") or "")
+                return [Delta(calls=[call], meta=self.meta)]
+            return [Delta(content=block["text"], meta=self.meta)] if block.get("text") else []
+        if kind == "content_block_delta":
+            return self._delta(index, event.get("delta") or {})
+        if kind == "content_block_stop":
+            return self._stop(index)
+        if kind == "message_delta":
+            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+            reason = (event.get("delta") or {}).get("stop_reason")
+            return [Delta(finish_reason=finish_reason(reason), meta=self.meta)] if reason else []
+        if kind == "message_stop":
+            extra = Native("anthropic", {"content": [self.blocks[i] for i in sorted(self.blocks)]})
+            usage = usage_in(self.usage)
+            return [Delta(usage=usage, meta=self.meta, extra=extra) if usage else Delta(extra=extra)]
+        return []  # ping, and event types added later
+
+    def _delta(self, index: object, delta: JsonObject) -> list[Delta]:
+        kind = delta.get("type")
+        block = self.blocks.get(index) if isinstance(index, int) else None
+        if kind == "text_delta":
+            if block is not None:
+                block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
+            return [Delta(content=delta["text"], meta=self.meta)] if delta.get("text") else []
+        if kind == "input_json_delta":
+            part = delta.get("partial_json")
+            if block is not None and isinstance(index, int):
+                self.inputs[index] = self.inputs.get(index, "") + str(part or "")
+            if part and index in self.tool_index:
+                return [Delta(calls=[CallFragment(self.tool_index[index], arguments=part)], meta=self.meta)]
+            return []
+        if block is None:
+            return []
+        if kind == "thinking_delta":
+            text = str(delta.get("thinking") or "")
+            block["thinking"] = str(block.get("thinking") or "") + text
+            return [Delta(reasoning=text)] if text else []
+        if kind == "signature_delta":
+            block["signature"] = delta.get("signature")
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+        return []
+
+    def _stop(self, index: object) -> list[Delta]:
+        if not isinstance(index, int) or index not in self.blocks:
+            return []
+        if index in self.inputs:
+            try:
+                value = json.loads(self.inputs.pop(index) or "{}")
+            except ValueError:
+                value = {}
+            self.blocks[index]["input"] = value if isinstance(value, dict) else {}
+            return []
+        block = self.blocks[index]
+        return [Delta(reasoning_blocks=[Native("anthropic", block)])] if block.get("type") in THINKING else []
+
+
+def stop_reason(finish: str) -> str:
+    """The engine's finish reason as Anthropic's stop reason."""
+    return FINISH_REASONS.get(finish, "end_turn")
+
+
+def usage_json(usage: Usage | None) -> JsonObject:
+    """Usage in Anthropic's terms: cached prompt tokens (as an upstream reported them) apart from the rest."""
+    usage = usage or Usage()
+    details = usage.extra.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    cached = cached if isinstance(cached, int) else 0
+    return {
+        "input_tokens": max(usage.prompt_tokens - cached, 0),
+        "output_tokens": usage.completion_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+    }
+
+
+def thinking_blocks(blocks: list[Native]) -> list[JsonObject]:
+    """Reasoning blocks as an Anthropic upstream wrote them (thinking with its signature, redacted thinking)."""
+    return [block.value for block in blocks if block.format == "anthropic" and block.value.get("type") in THINKING]
+
+
+def tool_input(call: ToolCall) -> JsonObject:
+    """The call's arguments as an object; arguments that are not a JSON object (a model's mistake) become `{}`."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def tool_use_json(call: ToolCall) -> JsonObject:
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
+
+
+def error_type(error: GatewayError) -> str:
+    """Anthropic's error type for an error: a specific one of Anthropic's the upstream gave, else by status."""
+    if error.type in ANTHROPIC_ERROR_TYPES and error.type not in ("invalid_request_error", "api_error"):
+        return error.type
+    return STATUS_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+
+
+ANTHROPIC_ERROR_TYPES = frozenset(
+    {"invalid_request_error", "authentication_error", "billing_error", "permission_error", "not_found_error",
+     "request_too_large", "rate_limit_error", "timeout_error", "api_error", "overloaded_error"}
+)  # fmt: skip
+STATUS_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+    504: "timeout_error",
+}

@@ -1,0 +1,336 @@
+"""Anthropic Messages requests <-> the engine's model: a client's request in, a round's body out to an upstream.
+
+In: every message keeps its wire dict (`native`), so an Anthropic upstream gets thinking blocks with their
+signatures, `cache_control` and `tool_reference` blocks back exactly as sent, while another upstream gets the typed
+fields. One user turn holding tool results becomes one engine `tool` message per result (each keeping its own
+block), so the engine's loop reads them like any other.
+
+Out: messages that arrived in Anthropic's format, and turns an Anthropic upstream answered (their blocks in
+`extra`), are written back as they were; the rest are written from their typed fields: system messages become
+`system`, tool calls and results `tool_use` / `tool_result` blocks (consecutive turns of a role merged, as Anthropic
+requires), images carried over. Tools a client sent in Anthropic's format go out as sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.codecs.anthropic.protocol import SYSTEM_ROLES, MessagesRequest
+from app.core.model import (
+    ChatRequest,
+    ClientTool,
+    JsonObject,
+    Message,
+    Native,
+    Options,
+    Part,
+    ToolCall,
+    ToolSpec,
+    UpstreamRequest,
+)
+
+TYPED_FIELDS = frozenset({"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences"})
+TYPED_FIELDS |= {"temperature", "top_p", "stream", "tool_set", "session_id", "metadata"}
+GATEWAY_TOOL_FIELDS = frozenset({"defer_loading"})  # a tool's fields the gateway acts on and never sends upstream
+# Pass-through parameters (chat-completions names) that Anthropic does not take, or takes under another name.
+DROPPED = frozenset(
+    {"messages", "tools", "tool_choice", "parallel_tool_calls", "max_tokens", "max_completion_tokens", "stop", "n",
+     "user", "stream_options", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "logit_bias",
+     "response_format", "seed", "service_tier", "store", "modalities", "prediction", "audio", "reasoning_effort"}
+)  # fmt: skip
+
+
+def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
+    """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
+    messages: list[Message] = []
+    system = payload.get("system")
+    if system:
+        content: str | list[Part] = (
+            system if isinstance(system, str) else [Part("text", text=block["text"]) for block in system]
+        )
+        messages.append(Message("system", content, native=Native("anthropic", {"role": "system", "content": system})))
+    for raw in payload["messages"]:
+        messages.extend(messages_from_wire(raw))
+    tool_choice, parallel = _tool_choice_in(request.tool_choice)
+    params: JsonObject = {"max_tokens": request.max_tokens}
+    if request.stream:  # Anthropic streams always end with usage; an OpenAI-compatible upstream must be asked
+        params["stream_options"] = {"include_usage": True}
+    params.update({key: payload[key] for key in ("temperature", "top_p") if payload.get(key) is not None})
+    user = (request.metadata or {}).get("user_id")
+    if isinstance(user, str) and user:
+        params["user"] = user
+    native = {key: value for key, value in payload.items() if key not in TYPED_FIELDS}
+    if request.metadata is not None:
+        native["metadata"] = request.metadata
+    options = Options(
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        stop=request.stop_sequences or None,
+        include_usage=True,
+        params=params,
+        native=Native("anthropic", native) if native else None,
+    )
+    tools = [
+        ClientTool(
+            ToolSpec(tool.name, tool.description or "", tool.input_schema, native=_native_tool(raw)),
+            deferred=tool.defer_loading,
+        )
+        for tool, raw in zip(request.tools or (), payload.get("tools") or (), strict=True)
+    ]
+    return ChatRequest(
+        model=request.model,
+        messages=messages,
+        tools=tools,
+        options=options,
+        stream=request.stream,
+        tool_set=request.tool_set,
+        session_id=request.session_id,
+    )
+
+
+def _native_tool(raw: JsonObject) -> Native:
+    """The tool as the client sent it, for an Anthropic upstream (`cache_control`, `strict`, `input_examples`,
+    `eager_input_streaming`, ...), without what the gateway does itself: `defer_loading` is its deferral."""
+    return Native("anthropic", {key: value for key, value in raw.items() if key not in GATEWAY_TOOL_FIELDS})
+
+
+def _tool_choice_in(choice: JsonObject | None) -> tuple[str | JsonObject | None, bool | None]:
+    """Anthropic's `tool_choice` as the engine's, and its `disable_parallel_tool_use`."""
+    if choice is None:
+        return None, None
+    parallel = False if choice.get("disable_parallel_tool_use") is True else None
+    kind = choice["type"]
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice["name"]}}, parallel
+    return {"auto": "auto", "any": "required", "none": "none"}[kind], parallel
+
+
+def messages_from_wire(raw: JsonObject) -> list[Message]:
+    """One (validated) Anthropic message as engine messages: an assistant turn stays one message; a user turn
+    becomes a `tool` message per `tool_result` block and a user message for the blocks around them."""
+    content = raw["content"]
+    if isinstance(content, str):
+        return [Message(raw["role"], content, native=Native("anthropic", raw))]
+    if raw["role"] == "assistant":
+        text = "".join(block["text"] for block in content if block["type"] == "text")
+        thinking = "".join(block.get("thinking") or "" for block in content if block["type"] == "thinking")
+        calls = [
+            ToolCall(block["id"], block["name"], json.dumps(block.get("input") or {}))
+            for block in content
+            if block["type"] == "tool_use"
+        ]
+        return [Message("assistant", text or None, calls, reasoning=thinking or None, native=Native("anthropic", raw))]
+    messages: list[Message] = []
+    parts: list[Part] = []
+    blocks: list[JsonObject] = []
+    for block in content:
+        if block["type"] == "tool_result":
+            if blocks:
+                messages.append(Message("user", parts, native=Native("anthropic", {"role": "user", "content": blocks})))
+                parts, blocks = [], []
+            native = Native("anthropic", {"role": "user", "content": [block]})
+            messages.append(Message("tool", _result_text(block), tool_call_id=block["tool_use_id"], native=native))
+        else:
+            parts.append(_part(block))
+            blocks.append(block)
+    if blocks:
+        messages.append(Message("user", parts, native=Native("anthropic", {"role": "user", "content": blocks})))
+    return messages
+
+
+def _part(block: JsonObject) -> Part:
+    if block["type"] == "text":
+        return Part("text", text=block["text"])
+    if block["type"] == "image":
+        source = block["source"]
+        if source.get("type") == "base64":
+            return Part("image", url=f"data:{source.get('media_type')};base64,{source.get('data')}")
+        if isinstance(source.get("url"), str):
+            return Part("image", url=source["url"])
+    return Part("other", native=block)
+
+
+def _result_text(block: JsonObject) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    text = content or ""
+    return f"Error: {text}" if block.get("is_error") is True else text
+
+
+def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObject:
+    """The round as an Anthropic Messages body."""
+    options, params = request.options, request.options.params
+    body: JsonObject = {key: value for key, value in params.items() if key not in DROPPED}
+    body["model"] = request.model
+    if request.stream:
+        body["stream"] = True
+    body["max_tokens"] = params.get("max_completion_tokens") or params.get("max_tokens") or default_max_tokens
+    native = options.native if options.native is not None and options.native.format == "anthropic" else None
+    if native is not None or any(_blocks_of(message) is not None for message in request.messages):
+        system, turns = _native_messages(request.messages)
+    else:
+        system, turns = _translated_messages(request.messages)
+    if system:
+        body["system"] = system
+    body["messages"] = turns
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+        choice = options.tool_choice if options.tool_choice is not None else params.get("tool_choice")
+        parallel = params.get("parallel_tool_calls")
+        parallel = options.parallel_tool_calls if options.parallel_tool_calls is not None else parallel
+        translated = tool_choice_out(choice, parallel)
+        if translated:
+            body["tool_choice"] = translated
+    stop = options.stop if options.stop is not None else params.get("stop")
+    if stop:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    if params.get("user"):
+        body["metadata"] = {"user_id": str(params["user"])}
+    if native is not None:
+        body.update(native.value)
+    return body
+
+
+def _tool(tool: ToolSpec) -> JsonObject:
+    if tool.native is not None and tool.native.format == "anthropic":
+        return tool.native.value
+    schema = tool.parameters or {"type": "object", "properties": {}}
+    return {"name": tool.name, "description": tool.description or "", "input_schema": schema}
+
+
+def tool_choice_out(choice: Any, parallel: Any) -> JsonObject | None:
+    """The engine's tool choice and parallel-calls flag as Anthropic's `tool_choice` (None: Anthropic's default)."""
+    translated: JsonObject | None
+    if choice in (None, "auto"):
+        translated = {"type": "auto"} if parallel is False else None
+    elif choice == "none":
+        translated = {"type": "none"}
+    elif choice == "required":
+        translated = {"type": "any"}
+    elif isinstance(choice, dict) and choice.get("type") == "function":
+        translated = {"type": "tool", "name": choice["function"]["name"]}
+    else:
+        translated = None
+    if translated is not None and parallel is False and translated["type"] != "none":
+        translated["disable_parallel_tool_use"] = True
+    return translated
+
+
+def _translated_messages(messages: list[Message]) -> tuple[str, list[JsonObject]]:
+    """Messages from their typed fields; the system prompt as one string."""
+    system: list[str] = []
+    turns: list[JsonObject] = []
+    for message in messages:
+        if message.role in SYSTEM_ROLES:
+            system.append(_text_of(message.content))
+        else:
+            _add_translated(turns, message)
+    return "\n\n".join(part for part in system if part), turns
+
+
+def _add_translated(turns: list[JsonObject], message: Message) -> None:
+    if message.role == "tool":
+        block = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": _text_of(message.content)}
+        _join(turns, "user", [block])
+    elif message.role == "assistant":
+        _join(turns, "assistant", _assistant_blocks(message))
+    else:
+        _join(turns, "user", _user_blocks(message.content))
+
+
+def _native_messages(messages: list[Message]) -> tuple[str | list[JsonObject], list[JsonObject]]:
+    """Messages written back from their Anthropic blocks where they have any, the rest translated; the system
+    prompt as blocks unless every block is plain text."""
+    system: list[JsonObject] = []
+    turns: list[JsonObject] = []
+    for message in messages:
+        blocks = _blocks_of(message)
+        if message.role in SYSTEM_ROLES:
+            system.extend(blocks if blocks is not None else _text_blocks(message.text()))
+        elif blocks is not None:
+            role = "assistant" if message.role == "assistant" else "user"
+            native = message.native.value.get("content") if message.native is not None else None
+            _join(turns, role, native if isinstance(native, str) and message.extra is None else list(blocks))
+        else:
+            _add_translated(turns, message)
+    if all(set(block) == {"type", "text"} for block in system):
+        return "\n\n".join(block["text"] for block in system), turns
+    return system, turns
+
+
+def _join(turns: list[JsonObject], role: str, content: str | list[JsonObject]) -> None:
+    """Consecutive turns of one role become one, as Anthropic requires; a lone string content stays a string."""
+    if not content:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"] = [*_as_blocks(turns[-1]["content"]), *_as_blocks(content)]
+    else:
+        turns.append({"role": role, "content": content})
+
+
+def _as_blocks(content: str | list[JsonObject]) -> list[JsonObject]:
+    return _text_blocks(content) if isinstance(content, str) else content
+
+
+def _blocks_of(message: Message) -> list[JsonObject] | None:
+    """The message's Anthropic blocks: an answer's content (`extra`), or the message as the front received it."""
+    if message.extra is not None and message.extra.format == "anthropic" and "content" in message.extra.value:
+        return list(message.extra.value["content"])
+    if message.native is None or message.native.format != "anthropic":
+        return None
+    content = message.native.value.get("content")
+    if isinstance(content, str):
+        return _text_blocks(content)
+    return [block for block in content or () if not _unsigned(block)]
+
+
+def _unsigned(block: JsonObject) -> bool:
+    """A thinking block without a signature (reasoning of another upstream, as the gateway rendered it, or a
+    stream's earlier round): Anthropic refuses it, and it was never Anthropic's to verify."""
+    return block.get("type") == "thinking" and not block.get("signature")
+
+
+def _text_blocks(text: str) -> list[JsonObject]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _text_of(content: str | list[Part] | None) -> str:
+    if isinstance(content, list):
+        return "\n".join(part.text for part in content if part.kind == "text")
+    return content or ""
+
+
+def _user_blocks(content: str | list[Part] | None) -> list[JsonObject]:
+    if not isinstance(content, list):
+        return _text_blocks(content or "")
+    blocks: list[JsonObject] = []
+    for part in content:
+        if part.kind == "text":
+            blocks.append({"type": "text", "text": part.text})
+        elif part.kind == "image":
+            blocks.append({"type": "image", "source": _image_source(part.url)})
+    return blocks
+
+
+def _image_source(url: str) -> JsonObject:
+    if url.startswith("data:") and ";base64," in url:
+        header, data = url[len("data:") :].split(";base64,", 1)
+        return {"type": "base64", "media_type": header or "image/png", "data": data}
+    return {"type": "url", "url": url}
+
+
+def _assistant_blocks(message: Message) -> list[JsonObject]:
+    blocks: list[JsonObject] = []
+    text = _text_of(message.content)
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in message.tool_calls:
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = {}
+        arguments = arguments if isinstance(arguments, dict) else {}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks

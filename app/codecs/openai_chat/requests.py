@@ -1,0 +1,150 @@
+"""OpenAI chat-completions requests <-> the engine's model: a client's request in, a round's body out to an
+OpenAI-compatible upstream. Pure functions, no I/O.
+
+A client's messages keep their wire dicts (`native`), so they go back upstream exactly as sent; those the loop made
+are written from their typed fields. Parameters the engine does not read pass through under their own names.
+"""
+
+from __future__ import annotations
+
+from app.codecs.openai_chat.protocol import REASONING_FIELDS, ChatCompletionRequest
+from app.core.model import (
+    ChatRequest,
+    ClientTool,
+    JsonObject,
+    Message,
+    Native,
+    Options,
+    Part,
+    ToolCall,
+    ToolSpec,
+    UpstreamRequest,
+)
+
+REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "tool_set", "session_id"})  # read, never passed
+TYPED_OPTIONS = frozenset({"tool_choice", "parallel_tool_calls", "stop"})
+RESENT_FIELDS = ("reasoning_details",)  # an upstream's own fields of an assistant turn it wants back next round
+
+
+def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatRequest:
+    """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
+    params = {key: value for key, value in payload.items() if key not in REQUEST_FIELDS and key not in TYPED_OPTIONS}
+    stop = request.stop
+    options = Options(
+        tool_choice=request.tool_choice,
+        parallel_tool_calls=request.parallel_tool_calls,
+        stop=stop,
+        include_usage=bool(request.stream_options and request.stream_options.include_usage),
+        params=params,
+    )
+    tools = [
+        ClientTool(
+            ToolSpec(
+                tool.function.name,
+                tool.function.description or "",
+                tool.function.parameters or {"type": "object", "properties": {}},
+                openai=tool.model_dump(exclude_none=True, exclude={"defer_loading"}),
+            ),
+            deferred=tool.defer_loading,
+        )
+        for tool in request.tools or ()
+    ]
+    return ChatRequest(
+        model=request.model,
+        messages=[message_from_wire(raw) for raw in payload["messages"]],
+        tools=tools,
+        options=options,
+        stream=request.stream,
+        tool_set=request.tool_set,
+        session_id=request.session_id,
+    )
+
+
+def message_from_wire(raw: JsonObject) -> Message:
+    """A validated chat message (app.fronts.chat_wire checked the fields read here)."""
+    content = raw.get("content")
+    if isinstance(content, list):
+        content = [_part(part) for part in content]
+    reasoning_field = next((key for key in REASONING_FIELDS if isinstance(raw.get(key), str)), "reasoning_content")
+    return Message(
+        role=raw["role"],
+        content=content,
+        tool_calls=[
+            ToolCall(str(call.get("id") or ""), call["function"]["name"], call["function"].get("arguments") or "")
+            for call in raw.get("tool_calls") or ()
+        ],
+        tool_call_id=raw.get("tool_call_id"),
+        reasoning=raw.get(reasoning_field),
+        reasoning_field=reasoning_field,
+        native=Native("openai", raw),
+    )
+
+
+def _part(part: JsonObject) -> Part:
+    kind = part.get("type")
+    if kind == "text":
+        return Part("text", text=part.get("text") or "", native=part)
+    if kind == "image_url":
+        return Part("image", url=part["image_url"]["url"], native=part)
+    return Part("other", native=part)
+
+
+def to_openai(request: UpstreamRequest) -> JsonObject:
+    """The round as a chat-completions body."""
+    options = request.options
+    body: JsonObject = {**options.params, "model": request.model}
+    if not request.stream:
+        body.pop("stream_options", None)
+    body["messages"] = [message_to_openai(message) for message in request.messages]
+    if request.tools:
+        body["tools"] = [tool_to_openai(tool) for tool in request.tools]
+    if options.tool_choice is not None:
+        body["tool_choice"] = options.tool_choice
+    if options.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = options.parallel_tool_calls
+    if options.stop is not None:
+        body["stop"] = options.stop
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+def tool_to_openai(tool: ToolSpec) -> JsonObject:
+    if tool.openai is not None:
+        return tool.openai
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def message_to_openai(message: Message) -> JsonObject:
+    if message.native is not None and message.native.format == "openai":
+        return message.native.value
+    wire: JsonObject = {"role": message.role, "content": _content(message.content)}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        wire["tool_call_id"] = message.tool_call_id
+    if message.reasoning is not None:
+        wire[message.reasoning_field] = message.reasoning
+    if message.extra is not None and message.extra.format == "openai":
+        wire.update({key: message.extra.value[key] for key in RESENT_FIELDS if key in message.extra.value})
+    return wire
+
+
+def _content(content: str | list[Part] | None) -> str | list[JsonObject] | None:
+    if not isinstance(content, list):
+        return content
+    parts: list[JsonObject] = []
+    for part in content:
+        if part.native is not None and part.native.get("type") in ("text", "image_url"):
+            parts.append(part.native)
+        elif part.kind == "text":
+            parts.append({"type": "text", "text": part.text})
+        elif part.kind == "image":
+            parts.append({"type": "image_url", "image_url": {"url": part.url}})
+    return parts
