@@ -22,8 +22,9 @@ class ProviderConfig(Strict):
     deadline: float = Field(120.0, gt=0, description="seconds for all attempts of one call, backoff included")
     forward_client_auth: bool = False
     max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
+    # Streams count their SSE framing too (about 200 bytes a token): 32 MiB carries some 150,000 streamed tokens.
     max_response_bytes: int = Field(
-        4 * 1024 * 1024, ge=1024, description="a larger non-streamed answer (or error body) is a 502, unread"
+        32 * 1024 * 1024, ge=1024, description="a larger answer or error body is a 502; a stream ends with an error"
     )
     anthropic_version: str = "2023-06-01"
 

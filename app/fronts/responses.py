@@ -98,7 +98,8 @@ class ResponsesFront:
                 dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
             )
             stored = StoredResponse(body, [*state.items, *body["output"]], tools)
-            await self.store.save(call.identity, stored, state.size)
+            # The answer counts too: a giant streamed answer to a short request is encoded off the loop as well.
+            await self.store.save(call.identity, stored, state.size + _text_chars(body["output"]))
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         stream = ResponsesStream(_state(call), call.model)
@@ -134,3 +135,14 @@ def _not_found(response_id: str) -> GatewayError:
 def _state(call: Call) -> ResponseCall:
     assert isinstance(call.state, ResponseCall), "parse() runs first"
     return call.state
+
+
+def _text_chars(value: object) -> int:
+    """The characters of every string in a JSON value: what encoding it costs, give or take its structure."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_text_chars(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(_text_chars(item) for item in value)
+    return 0

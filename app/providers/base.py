@@ -131,7 +131,7 @@ class HttpProvider:
         """The JSON of each SSE `data:` line, until `[DONE]` or the end; the HTTP stream closes with the generator."""
         response = await self._send_with_retries(path, body, stream=True)
         try:
-            async for line in response.aiter_lines():
+            async for line in self._capped_lines(response):
                 if not line.startswith("data:"):
                     continue  # SSE comments, event names, blank separators
                 data = line[5:].strip()
@@ -145,6 +145,36 @@ class HttpProvider:
             raise self._transport_error(exc) from None
         finally:
             await response.aclose()
+
+    async def _capped_lines(self, response: httpx.Response) -> AsyncGenerator[str, None]:
+        """The stream's lines, every byte counted against `max_response_bytes` as it arrives (decoded, so a
+        compressed bomb is capped as it expands): a longer stream, or one endless line, is a 502 ending the stream
+        rather than memory the gateway holds. A line that spans blocks is joined once, so the cost stays linear."""
+        total = 0
+        partial: list[bytes] = []  # the current line's pieces, until its newline comes
+        async for block in response.aiter_bytes():
+            total += len(block)
+            if total > self.max_response_bytes:
+                raise self._too_large("a stream")
+            *complete, rest = block.split(b"\n")
+            if complete:
+                complete[0] = b"".join([*partial, complete[0]])
+                partial = []
+                for line in complete:
+                    yield line.rstrip(b"\r").decode("utf-8", "replace")
+            if rest:
+                partial.append(rest)
+        if partial:
+            yield b"".join(partial).rstrip(b"\r").decode("utf-8", "replace")
+
+    def _too_large(self, what: str) -> GatewayError:
+        return GatewayError(
+            502,
+            f"Upstream provider '{self.name}' sent {what} larger than {self.max_response_bytes:,} bytes "
+            "(providers.NAME.max_response_bytes).",
+            "upstream_error",
+            code="upstream_response_too_large",
+        )
 
     async def _send_with_retries(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
         """Send until a success, a final error, or the deadline. Retries happen only here, before any byte of
@@ -200,13 +230,7 @@ class HttpProvider:
             async for block in response.aiter_bytes():  # decoded: a compressed bomb is capped as it expands
                 content += block
                 if len(content) > self.max_response_bytes:
-                    raise GatewayError(
-                        502,
-                        f"Upstream provider '{self.name}' sent an answer larger than {self.max_response_bytes:,} "
-                        "bytes (providers.NAME.max_response_bytes).",
-                        "upstream_error",
-                        code="upstream_response_too_large",
-                    )
+                    raise self._too_large("an answer")
         finally:
             await response.aclose()
         headers = [(name, value) for name, value in response.headers.multi_items() if name != "content-encoding"]
