@@ -18,7 +18,7 @@ from fastmcp.client.transports import StdioTransport
 from tests.support import ROOT, SERVERS, ScriptedUpstream, completion, free_port, served_gateway
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
-TESTS_SERVERS = Path(__file__).parent / "servers"
+TESTS_SERVERS = ROOT / "tests" / "servers"
 pytestmark = pytest.mark.e2e
 NOTE = {"title": "Groceries", "body": "milk, eggs"}
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.config import ConfigError, load_config, parse_config
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 
 
 @pytest.mark.unit

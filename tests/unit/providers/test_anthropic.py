@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_anthropic
+from tests.support import ROOT
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 
 pytestmark = pytest.mark.unit
 
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
-GOLDEN = Path(__file__).parent / "golden" / "anthropic"
+GOLDEN = ROOT / "tests" / "golden" / "anthropic"
 
 
 def golden(name: str) -> dict[str, Any]:
