@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,7 +60,7 @@ def semantic(cache_dir: Path, model: str | Path, **options: Any) -> SemanticSear
     return SemanticSearch(SemanticConfig(model=str(model), cache_dir=str(cache_dir), **options))
 
 
-def _groups(entries: list[ToolEntry]) -> list[ManifestGroup]:
+def groups_of(entries: list[ToolEntry]) -> list[ManifestGroup]:
     by_server: dict[str, list[ToolEntry]] = {}
     for entry in entries:
         by_server.setdefault(entry.server or "", []).append(entry)
@@ -69,7 +68,7 @@ def _groups(entries: list[ToolEntry]) -> list[ManifestGroup]:
 
 
 def discovery_for(entries: list[ToolEntry], search: SemanticSearch) -> Discovery:
-    return Discovery.build(_groups(entries), semantic=search)
+    return Discovery.build(groups_of(entries), semantic=search)
 
 
 def names(discovery: Discovery, query: str, search: SemanticSearch | None = None) -> list[str]:
@@ -107,25 +106,6 @@ def test_a_restart_embeds_nothing_and_a_change_embeds_only_what_changed(model_di
     assert after_change.encoder_calls == 1
 
 
-@pytest.mark.unit
-def test_missing_or_broken_model_leaves_keyword_search(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    entries = catalog_entries()
-    lexical = Discovery.build(_groups(entries))
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    for name in models.MODEL_FILES:
-        (broken / name).write_text("not a model")
-    for model in (tmp_path / "nowhere", broken):
-        search = semantic(tmp_path / "cache", model, enabled=True)
-        with caplog.at_level(logging.WARNING, logger="toolsift.semantic"):
-            assert search.load() is False
-        assert search.state == "unavailable"
-        discovery = discovery_for(entries, search)
-        assert names(discovery, "weather alerts", search) == names(lexical, "weather alerts")
-    assert "keyword search only" in caplog.text
-    assert "not found" in caplog.text and "cannot read the model" in caplog.text
-
-
 @pytest.mark.e2e
 def test_a_search_with_no_keyword_match_offers_weak_matches(model_dir: Path, tmp_path: Path) -> None:
     entries = catalog_entries()
@@ -138,7 +118,7 @@ def test_a_search_with_no_keyword_match_offers_weak_matches(model_dir: Path, tmp
     assert "weak matches" in outcome.text
     assert outcome.found[0].name == "weather__get_alerts"
 
-    lexical_only = run_search({"query": "storm warnings"}, Discovery.build(_groups(entries)), lambda n: False, 3)
+    lexical_only = run_search({"query": "storm warnings"}, Discovery.build(groups_of(entries)), lambda n: False, 3)
     assert lexical_only.text.startswith("No tools found matching")
 
 
@@ -214,7 +194,7 @@ def test_an_endpoint_that_fails_leaves_keyword_search(embeddings_server: str, tm
     with pytest.raises(EmbeddingError):
         search.ensure_now(entries)
     discovery = discovery_for(entries, search)
-    assert names(discovery, "weather alerts") == names(Discovery.build(_groups(entries)), "weather alerts")
+    assert names(discovery, "weather alerts") == names(Discovery.build(groups_of(entries)), "weather alerts")
 
 
 class _Hub(BaseHTTPRequestHandler):

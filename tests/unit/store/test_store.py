@@ -1,10 +1,10 @@
-"""The keyed store: one behaviour in memory and in Redis (owners apart, expiry, atomic counters), and the memory
-backend's bounds in real bytes, overall and per owner, least recently used out first."""
+"""The keyed store: one behaviour in memory and in Redis (owners apart, expiry, atomic counters; tests/e2e/store
+runs the same tests on Redis), and the memory backend's bounds in real bytes, overall and per owner, least recently
+used out first."""
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -19,9 +19,6 @@ from app.store.memory import ENTRY_OVERHEAD
 from app.store.redis import RedisStore
 from tests.support import free_port
 
-NEEDS_REDIS = pytest.mark.skipif(
-    shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)"
-)
 ASTRAL = "😀"  # one character, four bytes in UTF-8 (and four in a Python str of its kind)
 
 
@@ -35,29 +32,15 @@ def key(id: str, owner: str = "alice", namespace: str = "test") -> Key:
     return Key(namespace, owner, id)
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("memory", marks=pytest.mark.unit),
-        pytest.param("redis", marks=[pytest.mark.e2e, NEEDS_REDIS]),
-    ]
-)
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
-    if request.param == "memory":
-        now = [0.0]
+@pytest.fixture(params=[pytest.param("memory", marks=pytest.mark.unit)])
+async def backend() -> AsyncIterator[Backend]:
+    """The memory backend on a fake clock; tests/e2e/store runs the same tests on Redis."""
+    now = [0.0]
 
-        async def advance(seconds: float) -> None:
-            now[0] += seconds
+    async def advance(seconds: float) -> None:
+        now[0] += seconds
 
-        yield Backend(MemoryStore(1000, 1 << 20, clock=lambda: now[0]), advance)
-        return
-    url: str = request.getfixturevalue("redis_url")
-    import redis
-
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()
-    store = open_store(url, 1000, 1 << 20)
-    yield Backend(store, asyncio.sleep)
-    await store.aclose()
+    yield Backend(MemoryStore(1000, 1 << 20, clock=lambda: now[0]), advance)
 
 
 async def test_values_come_back_as_stored_and_owners_never_meet(backend: Backend) -> None:
@@ -112,22 +95,6 @@ async def test_incr_is_atomic_across_concurrent_callers(backend: Backend, reques
     assert sorted(counts) == list(range(1, 61))
     for extra in stores[1:]:
         await extra.aclose()
-
-
-@pytest.mark.e2e
-@NEEDS_REDIS
-async def test_a_redis_key_of_another_type_reads_as_absent_and_a_put_replaces_it(redis_url: str) -> None:
-    """Sessions were Redis lists before they were values: one left behind is an empty session, then a new one."""
-    import redis
-
-    with redis.Redis.from_url(redis_url) as client:
-        client.rpush("toolsift:session:alice:old", "a_tool")
-    sessions = Sessions(open_store(redis_url, 1000, 1 << 20), ttl_seconds=60)
-    old = SessionKey(Identity("alice"), "old")
-    assert await sessions.tools(old) == []
-    await sessions.remember(old, ["b_tool"])
-    assert await sessions.tools(old) == ["b_tool"]
-    await sessions.aclose()
 
 
 @pytest.mark.unit

@@ -138,30 +138,3 @@ async def test_another_key_cannot_use_a_sessions_id(gateway: str) -> None:
         body = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}
         response = await http.post(f"{gateway}/mcp", json=body, headers=stolen)
         assert response.status_code == 404
-
-
-@pytest.mark.unit
-async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
-    """What clients enabled lives in the sessions' store, under its bounds: old clients go, the newest stay."""
-    from fastmcp import Client
-
-    from app.config import parse_config
-    from app.engine.gateway import Gateway
-    from app.fronts.mcp.server import McpFront
-    from app.store.memory import MemoryStore
-    from tests.support import load_example
-
-    raw = {"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}, "sessions": {"max_sessions": 5}}
-    config = parse_config(raw, environ={})
-    gateway = Gateway(config, {"finance": load_example("finance").mcp})
-    await gateway.start()
-    try:
-        front = McpFront(gateway, "lazy")
-        for _ in range(12):
-            async with Client(front.server, mode="legacy") as session:
-                await session.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
-                assert QUOTE in await names(session)
-        store = gateway.sessions.store
-        assert isinstance(store, MemoryStore) and len(store) == 5
-    finally:
-        await gateway.stop()
