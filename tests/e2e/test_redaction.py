@@ -62,7 +62,6 @@ def _leaks(text: str) -> list[str]:
     return [secret for secret in SECRETS if secret in text]
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("mid_stream", [False, True])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_upstream_that_echoes_the_key_never_shows_it(
@@ -87,7 +86,6 @@ async def test_an_upstream_that_echoes_the_key_never_shows_it(
     assert _leaks(response.text) == [] and _leaks(caplog.text) == []
 
 
-@pytest.mark.e2e
 async def test_the_sdk_sees_the_error_without_the_key(
     echoing: tuple[EchoingUpstream, str], gateway_factory: Any
 ) -> None:

@@ -11,11 +11,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support import ROOT
-
-pytestmark = pytest.mark.unit
 
 APP = ROOT / "app"
 

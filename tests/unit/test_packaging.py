@@ -6,12 +6,9 @@ import re
 import subprocess
 import tomllib
 
-import pytest
 import yaml
 
 from tests.support import ROOT
-
-pytestmark = pytest.mark.unit
 
 
 def _extras(command: str) -> set[str]:

@@ -26,7 +26,6 @@ def keyed_config(base_url: str, **extra: Any) -> Any:
     return make_config(providers={"up": provider}, tool_sets={}, mcpServers={}, **extra)
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     "base_url",
     [
@@ -62,7 +61,6 @@ def _echo_server() -> FastMCP:
     return server
 
 
-@pytest.mark.unit
 async def test_tool_results_that_echo_a_header_are_redacted(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -81,7 +79,6 @@ async def test_tool_results_that_echo_a_header_are_redacted(
     assert MCP_TOKEN not in results[1] and "[redacted]" in results[1]
 
 
-@pytest.mark.unit
 async def test_secrets_in_third_party_debug_logs_are_redacted(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -100,7 +97,6 @@ async def test_secrets_in_third_party_debug_logs_are_redacted(
     assert MCP_TOKEN not in formatted and "sk-test-secret" not in formatted
 
 
-@pytest.mark.unit
 def test_what_counts_as_a_secret() -> None:
     raw = {
         "providers": {
@@ -125,7 +121,6 @@ def test_what_counts_as_a_secret() -> None:
     assert secrets == expected, "literal flags, paths and modes are not secrets; a bare `Bearer` is not either"
 
 
-@pytest.mark.unit
 async def test_short_values_are_not_redacted(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "api_key": "abc", "max_retries": 0}
     client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})
@@ -134,7 +129,6 @@ async def test_short_values_are_not_redacted(upstream: Upstream, gateway_factory
     assert response.json()["error"]["message"].endswith("abc is a bad value")
 
 
-@pytest.mark.unit
 async def test_retry_and_fallback_lines_carry_the_request_id(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -155,7 +149,6 @@ async def test_retry_and_fallback_lines_carry_the_request_id(
     assert all(json.loads(JsonFormatter().format(record))["request_id"] == "req-trace-1" for record in lines)
 
 
-@pytest.mark.unit
 async def test_a_forwarded_client_key_is_redacted_for_its_request(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "forward_client_auth": True, "max_retries": 0}
     client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})

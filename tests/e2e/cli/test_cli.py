@@ -18,8 +18,6 @@ from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
 from tests.support import ROOT, SERVERS, free_port, load_example
 
-pytestmark = pytest.mark.e2e
-
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
 

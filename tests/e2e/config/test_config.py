@@ -7,12 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support import ROOT
 
 
-@pytest.mark.e2e
 def test_cli_exits_non_zero_with_one_line_per_problem(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"max_rounds": "many", "mcpServers": {"x": {}}}))

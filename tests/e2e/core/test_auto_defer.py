@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.unit.core.test_auto_defer import DEMO, pasted
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
@@ -27,7 +25,6 @@ def why_rows(stdout: str) -> dict[str, tuple[str, str]]:
     return {name: (status, why) for name, status, why in (line.split(maxsplit=2) for line in section)}
 
 
-@pytest.mark.e2e
 def test_check_shows_the_pasted_demo_block_deferred_and_why(tmp_path: Path) -> None:
     result = check(tmp_path, {"mcpServers": pasted()})
     assert result.returncode == 0, result.stderr
@@ -45,7 +42,6 @@ def test_check_shows_the_pasted_demo_block_deferred_and_why(tmp_path: Path) -> N
     assert "warning: no provider is configured" in result.stderr
 
 
-@pytest.mark.e2e
 def test_check_keeps_a_server_with_defer_loading_false_loaded(tmp_path: Path) -> None:
     servers = pasted(weather={"defer_loading": False})
     discovery = {"auto_defer_min_tokens": 3000}

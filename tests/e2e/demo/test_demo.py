@@ -20,8 +20,6 @@ from openai import OpenAI
 from app.demo.model import LABEL, respond
 from tests.support import ROOT, free_port, served_gateway
 
-pytestmark = pytest.mark.e2e
-
 README = (ROOT / "README.md").read_text()
 # What each README prompt's answer must contain: the MCP tools' own results for it (the prompts are the README's;
 # the demo model never sees this table).

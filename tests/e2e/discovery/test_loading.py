@@ -7,14 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support import ROOT, SERVERS, free_port
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
 
-@pytest.mark.e2e
 def test_toolsift_tools_shows_always_loaded_tools_as_loaded_and_warns_of_unknown_names(tmp_path: Path) -> None:
     config = {
         "mcpServers": {

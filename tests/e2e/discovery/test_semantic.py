@@ -77,7 +77,6 @@ def names(discovery: Discovery, query: str, search: SemanticSearch | None = None
     return [found.entry.name for found in scored_tools(discovery, query, None, 3)]
 
 
-@pytest.mark.e2e
 def test_meaning_finds_tools_whose_words_the_query_does_not_use(model_dir: Path, tmp_path: Path) -> None:
     entries = catalog_entries()
     search = semantic(tmp_path, model_dir)
@@ -88,7 +87,6 @@ def test_meaning_finds_tools_whose_words_the_query_does_not_use(model_dir: Path,
     assert names(discovery, "cancel appointment", search)[0] == "calendar__delete_event"
 
 
-@pytest.mark.e2e
 def test_a_restart_embeds_nothing_and_a_change_embeds_only_what_changed(model_dir: Path, tmp_path: Path) -> None:
     entries = catalog_entries()
     first = semantic(tmp_path, model_dir)
@@ -106,7 +104,6 @@ def test_a_restart_embeds_nothing_and_a_change_embeds_only_what_changed(model_di
     assert after_change.encoder_calls == 1
 
 
-@pytest.mark.e2e
 def test_a_search_with_no_keyword_match_offers_weak_matches(model_dir: Path, tmp_path: Path) -> None:
     entries = catalog_entries()
     search = semantic(tmp_path, model_dir)
@@ -162,7 +159,6 @@ def embeddings_server() -> Iterator[str]:
     server.shutdown()
 
 
-@pytest.mark.e2e
 def test_endpoint_backend_batches_retries_and_refuses_bad_answers(embeddings_server: str) -> None:
     backend = EndpointEmbedder(embeddings_server, "embed-test", batch_size=2, max_retries=2, retry_base_delay=0.01)
     _Embeddings.plan = ["503", "ok", "ok", "ok"]
@@ -182,7 +178,6 @@ def test_endpoint_backend_batches_retries_and_refuses_bad_answers(embeddings_ser
         backend.embed(["x"])
 
 
-@pytest.mark.e2e
 def test_an_endpoint_that_fails_leaves_keyword_search(embeddings_server: str, tmp_path: Path) -> None:
     entries = catalog_entries()
     config = SemanticConfig(
@@ -215,7 +210,6 @@ class _Hub(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.e2e
 def test_models_pull_fetches_once_from_a_hub_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLSIFT_HOME", str(tmp_path))
     _Hub.files = {name: f"contents of {name}".encode() for name in models.MODEL_FILES}
@@ -234,7 +228,6 @@ def test_models_pull_fetches_once_from_a_hub_mirror(tmp_path: Path, monkeypatch:
         server.shutdown()
 
 
-@pytest.mark.e2e
 async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
     model_dir: Path, tmp_path: Path, gateway_factory: GatewayFactory, upstream: Upstream
 ) -> None:
@@ -262,7 +255,6 @@ async def test_the_gateway_serves_keywords_first_then_finds_by_meaning(
     assert "notes__create_note" in upstream.tool_names(1)
 
 
-@pytest.mark.e2e
 def test_a_clients_own_tools_are_ranked_by_keywords_and_never_embedded(model_dir: Path, tmp_path: Path) -> None:
     from app.core.catalog import client_entries
 

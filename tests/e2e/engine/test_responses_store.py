@@ -12,7 +12,6 @@ from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
 
 
-@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
 async def test_replicas_share_responses_in_redis(redis_url: str, upstream: Upstream, gateway_factory: Any) -> None:

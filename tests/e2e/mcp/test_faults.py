@@ -11,8 +11,6 @@ import pytest
 from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, load_example, make_config
 from tests.support.mcp import wait_for
 
-pytestmark = pytest.mark.e2e
-
 CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
 
 

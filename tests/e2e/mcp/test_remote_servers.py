@@ -12,8 +12,6 @@ import pytest
 
 from tests.support import SERVERS, Upstream, chat_body, completion, free_port, make_config
 
-pytestmark = pytest.mark.e2e
-
 RUN_OVER_HTTP = """
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("remote", sys.argv[1])

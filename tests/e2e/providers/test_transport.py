@@ -23,8 +23,6 @@ from app.providers.transport import upstream_client
 from tests.support import chat_body, completion, make_config
 from tests.support.raw import read_request, serve_raw
 
-pytestmark = pytest.mark.e2e
-
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 

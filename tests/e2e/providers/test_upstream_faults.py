@@ -17,8 +17,6 @@ import pytest
 from tests.support import chat_body, completion, make_config
 from tests.support.raw import CHUNK, Behaviour, RawUpstream, answer_ok, read_request, serve_raw
 
-pytestmark = pytest.mark.e2e
-
 
 async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await read_request(reader)

@@ -12,8 +12,6 @@ import pytest
 
 from tests.support import free_port, served_gateway
 
-pytestmark = pytest.mark.e2e
-
 HEADERS = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
 
 

@@ -20,8 +20,6 @@ from openai import OpenAI
 
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
 
-pytestmark = pytest.mark.e2e
-
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

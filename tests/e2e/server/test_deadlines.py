@@ -23,8 +23,6 @@ from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support import chat_body, completion, free_port, make_config
 
-pytestmark = pytest.mark.e2e
-
 Behaviour = Callable[[dict[str, Any], asyncio.StreamWriter], Awaitable[None]]
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 

@@ -19,13 +19,10 @@ import pytest
 
 from tests.support import ROOT, ScriptedUpstream, completion, free_port
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
-        reason="mcp-server-time is a dev dependency",
-    ),
-]
+pytestmark = pytest.mark.skipif(
+    shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) is None,
+    reason="mcp-server-time is a dev dependency",
+)
 
 
 @pytest.fixture(scope="module")

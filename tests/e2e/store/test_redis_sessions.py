@@ -9,10 +9,7 @@ import pytest
 
 from tests.support import Upstream, chat_body, completion, free_port, make_config
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)"),
-]
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
 
 
 async def test_two_replicas_share_a_session(redis_url: str, upstream: Upstream, gateway_factory: Any) -> None:

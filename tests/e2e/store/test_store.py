@@ -33,7 +33,7 @@ NEEDS_REDIS = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(params=[pytest.param("redis", marks=[pytest.mark.e2e, NEEDS_REDIS])])
+@pytest.fixture(params=[pytest.param("redis", marks=NEEDS_REDIS)])
 async def backend(redis_url: str) -> AsyncIterator[Backend]:
     """A flushed Redis database of the module's own redis-server."""
     import redis
@@ -45,7 +45,6 @@ async def backend(redis_url: str) -> AsyncIterator[Backend]:
     await store.aclose()
 
 
-@pytest.mark.e2e
 @NEEDS_REDIS
 async def test_a_redis_key_of_another_type_reads_as_absent_and_a_put_replaces_it(redis_url: str) -> None:
     """Sessions were Redis lists before they were values: one left behind is an empty session, then a new one."""

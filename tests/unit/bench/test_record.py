@@ -14,8 +14,6 @@ import pytest
 
 from bench import common
 
-pytestmark = pytest.mark.unit
-
 OVERHEAD = str(common.ROOT / "bench" / "overhead.py")
 
 

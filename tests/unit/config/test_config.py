@@ -10,7 +10,6 @@ from app.config import ConfigError, load_config, parse_config
 from tests.support import ROOT
 
 
-@pytest.mark.unit
 def test_env_expansion_with_defaults_and_unset_variables() -> None:
     raw = {
         "providers": {"p": {"base_url": "${BASE:-https://fallback/v1}", "api_key": "${KEY}"}},
@@ -25,7 +24,6 @@ def test_env_expansion_with_defaults_and_unset_variables() -> None:
     assert parse_config(raw, environ={"BASE": "http://x"}).providers["p"].base_url == "http://x"
 
 
-@pytest.mark.unit
 def test_servers_alias_type_key_and_transports() -> None:
     config = parse_config(
         {
@@ -40,7 +38,6 @@ def test_servers_alias_type_key_and_transports() -> None:
     assert [config.mcp_servers[n].transport_name for n in "abc"] == ["stdio", "sse", "streamable-http"]
 
 
-@pytest.mark.unit
 def test_every_problem_is_one_line_naming_the_key() -> None:
     raw = {
         "providers": {"openai": {"apikey": "x"}},
@@ -61,7 +58,6 @@ def test_every_problem_is_one_line_naming_the_key() -> None:
     assert len(problems) == 6
 
 
-@pytest.mark.unit
 def test_references_between_sections_are_checked() -> None:
     raw = {
         "providers": {"a": {}, "b": {}},
@@ -79,7 +75,6 @@ def test_references_between_sections_are_checked() -> None:
     ]
 
 
-@pytest.mark.unit
 def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "missing.json")
@@ -89,7 +84,6 @@ def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
         load_config(bad)
 
 
-@pytest.mark.unit
 def test_bundled_config_is_valid_without_any_environment() -> None:
     config = load_config(ROOT / "config.json", environ={})
     assert config.unset_env == {"providers.openai.api_key": "OPENAI_API_KEY"}

@@ -42,7 +42,6 @@ def demo_targets() -> dict[str, Any]:
     return {name: load_example(Path(server["args"][0]).stem).mcp for name, server in DEMO.items()}
 
 
-@pytest.mark.unit
 async def test_auto_defers_the_pasted_demo_block_and_decides_on_what_is_listed() -> None:
     listings = await demo_listings()
     config = make_config(mcpServers=pasted(), tool_sets={})
@@ -63,7 +62,6 @@ async def test_auto_defers_the_pasted_demo_block_and_decides_on_what_is_listed()
     assert early.deferral.servers["notes"].reason.endswith("(this server: not listed yet)")
 
 
-@pytest.mark.unit
 async def test_an_explicit_defer_loading_always_wins() -> None:
     listings = await demo_listings()
     kept = make_config(mcpServers=pasted(weather={"defer_loading": False}), tool_sets={})
@@ -79,7 +77,6 @@ async def test_an_explicit_defer_loading_always_wins() -> None:
     assert none.deferral.servers["notes"].reason == 'tool_discovery.defer: "none"'
 
 
-@pytest.mark.unit
 async def test_the_bundled_config_still_loads_weather_and_defers_the_rest() -> None:
     catalog = build_catalog(load_config(ROOT / "config.json", environ={}), await demo_listings(), version=1)
     reasons = {name: (server.deferred, server.reason) for name, server in catalog.deferral.servers.items()}
@@ -89,7 +86,6 @@ async def test_the_bundled_config_still_loads_weather_and_defers_the_rest() -> N
     }
 
 
-@pytest.mark.unit
 def test_always_load_tools_stay_loaded_when_auto_defers_their_server() -> None:
     tool = SimpleNamespace(name="big", description="x " * 5000, input_schema={}, meta=None, title=None)
     pinned = SimpleNamespace(**{**vars(tool), "name": "pinned", "meta": {"anthropic/alwaysLoad": True}})
@@ -98,7 +94,6 @@ def test_always_load_tools_stay_loaded_when_auto_defers_their_server() -> None:
     assert catalog.tools["lab__big"].deferred and not catalog.tools["lab__pinned"].deferred
 
 
-@pytest.mark.unit
 def test_defer_all_is_an_alias_of_defer_all_and_cannot_contradict_defer() -> None:
     assert parse_config({"tool_discovery": {"defer_all": True}}, environ={}).tool_discovery.defer == "all"
     assert parse_config({"tool_discovery": {"defer_all": False}}, environ={}).tool_discovery.defer == "auto"
@@ -110,7 +105,6 @@ def test_defer_all_is_an_alias_of_defer_all_and_cannot_contradict_defer() -> Non
     assert bad.value.problems[0].startswith("tool_discovery.defer: Input should be 'auto', 'all' or 'none'")
 
 
-@pytest.mark.unit
 async def test_chat_and_mcp_fronts_both_see_the_pasted_block_deferred(upstream: Upstream, gateway_factory: Any) -> None:
     config = make_config(mcpServers=pasted(), tool_sets={})
     client, gateway = await gateway_factory(config, targets=demo_targets())
@@ -141,7 +135,6 @@ def _growing_server() -> FastMCP:
     return server
 
 
-@pytest.mark.unit
 async def test_a_tool_list_change_that_crosses_the_threshold_defers_for_both_fronts(
     upstream: Upstream, gateway_factory: Any
 ) -> None:

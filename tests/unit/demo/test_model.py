@@ -6,14 +6,11 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.demo.model import LABEL, respond
 from app.demo.server import create_model_app
-
-pytestmark = pytest.mark.unit
 
 CONVERT = {
     "type": "function",

@@ -17,8 +17,6 @@ from app.discovery.search import Discovery, run_search
 from app.errors import RequestRefused
 from tests.support import make_config
 
-pytestmark = pytest.mark.unit
-
 
 def _tool(name: str, description: str, **properties: str) -> Any:
     schema = {

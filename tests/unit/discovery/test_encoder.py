@@ -13,8 +13,6 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from app.discovery.encoder import BertEncoder, ModelLoadError, _relative_buckets
 
-pytestmark = pytest.mark.unit
-
 HIDDEN, HEADS, LAYERS, FFN, POSITIONS = 8, 2, 2, 16, 16
 WORDS = ["[PAD]", "<pad>", "[CLS]", "[SEP]", "[UNK]", "storm", "warnings", "create", "folder", "cancel", "meeting"]
 

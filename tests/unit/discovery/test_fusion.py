@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 from app.config import SemanticConfig, parse_config
 from app.core.catalog import ToolEntry, build_catalog
@@ -20,8 +19,6 @@ from app.discovery.hybrid import sentences
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
-
-pytestmark = pytest.mark.unit
 
 # Words that mean the same to the stand-in model, while keywords see different words.
 CONCEPTS = (

@@ -50,7 +50,6 @@ def tracker_config(always_load: list[str], **discovery: Any) -> Any:
     return make_config(mcpServers=servers, tool_sets={}, tool_discovery=discovery)
 
 
-@pytest.mark.unit
 async def test_always_loaded_tools_are_in_the_first_upstream_call_and_the_rest_is_deferred(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
@@ -75,7 +74,6 @@ async def test_always_loaded_tools_are_in_the_first_upstream_call_and_the_rest_i
     assert stats["loaded_tools"] == ["tracker__list_projects", "tracker__get_issue"]
 
 
-@pytest.mark.unit
 async def test_an_unknown_always_load_name_is_a_warning_naming_the_servers_tools(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -91,7 +89,6 @@ async def test_an_unknown_always_load_name_is_a_warning_naming_the_servers_tools
     assert upstream.tool_names(0) == ["tracker__list_projects", "search_tools"]  # the known name still works
 
 
-@pytest.mark.unit
 async def test_a_search_loads_the_found_tools_siblings_for_the_next_round(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
@@ -116,7 +113,6 @@ async def test_a_search_loads_the_found_tools_siblings_for_the_next_round(
     assert upstream.tool_names(2) == after
 
 
-@pytest.mark.unit
 async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_siblings() -> None:
     config = tracker_config(["list_projects"], load_related=1, max_search_results=1)
     gateway = Gateway(config, {"tracker": tracker()})

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fastmcp import FastMCP
 
 from tests.support import Upstream, chat_body, completion, make_config
 from tests.support.mcp import growing_server, wait_for
-
-pytestmark = pytest.mark.unit
 
 
 async def test_list_changed_rebuilds_catalog_and_manifest(upstream: Upstream, gateway_factory: Any) -> None:

@@ -14,8 +14,6 @@ from app.discovery.related import object_noun, related_tools, with_related
 from app.discovery.search import Discovery, run_search
 from tests.support import make_config
 
-pytestmark = pytest.mark.unit
-
 
 def _tool(name: str, meta: dict[str, Any] | None = None) -> Any:
     schema = {"type": "object", "properties": {"id": {"type": "string"}}}

@@ -12,7 +12,6 @@ from app.discovery.search import Discovery
 from tests.e2e.discovery.test_semantic import catalog_entries, discovery_for, groups_of, names, semantic
 
 
-@pytest.mark.unit
 def test_missing_or_broken_model_leaves_keyword_search(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     entries = catalog_entries()
     lexical = Discovery.build(groups_of(entries))

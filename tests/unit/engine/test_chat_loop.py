@@ -5,11 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.support import Upstream, chat_body, completion, make_config
-
-pytestmark = pytest.mark.unit
 
 
 async def test_first_call_carries_search_tools_and_loaded_tools_but_no_deferred(

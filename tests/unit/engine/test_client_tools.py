@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.support import Upstream, chat_body, completion, engine_request
-
-pytestmark = pytest.mark.unit
 
 LOOKUP = {
     "type": "function",

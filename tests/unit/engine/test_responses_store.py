@@ -20,7 +20,6 @@ def stored(response_id: str, text: str = "x") -> StoredResponse:
     return StoredResponse({"id": response_id, "output": text}, [{"role": "user", "content": text}], ["a_tool"])
 
 
-@pytest.mark.unit
 async def test_memory_store_keeps_the_latest_within_its_bounds() -> None:
     now = [0.0]
     memory = MemoryStore(max_entries=2, max_bytes=10_000, clock=lambda: now[0])
@@ -38,7 +37,6 @@ async def test_memory_store_keeps_the_latest_within_its_bounds() -> None:
     assert await store.get(ALICE, "big") is None and memory.bytes <= 10_000, "larger than the whole store: not kept"
 
 
-@pytest.mark.unit
 async def test_config_bounds_the_gateway_store(upstream: Upstream, gateway_factory: Any) -> None:
     client, gateway = await gateway_factory(make_config(responses_store={"max_responses": 1, "ttl_seconds": 30}))
     upstream.script(completion("one"), completion("two"))
@@ -51,7 +49,6 @@ async def test_config_bounds_the_gateway_store(upstream: Upstream, gateway_facto
     assert gateway.responses.ttl == 30
 
 
-@pytest.mark.unit
 async def test_a_large_conversation_continues(upstream: Upstream, gateway_factory: Any) -> None:
     """Over 256 KiB the conversation is encoded, decoded and validated in a worker thread; it comes back whole."""
     client, _ = await gateway_factory()

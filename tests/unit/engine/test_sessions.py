@@ -12,8 +12,6 @@ from app.identity import ANONYMOUS
 from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 KEYS = ["gw-key-alice", "gw-key-bob"]
 
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import mcp_types
-import pytest
 
 from app.mcp.client.results import result_text
-
-pytestmark = pytest.mark.unit
 
 
 def _result(*content: object, structured: object = None, error: bool = False) -> mcp_types.CallToolResult:

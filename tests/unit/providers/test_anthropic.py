@@ -12,8 +12,6 @@ from app.providers.anthropic_format import StreamTranslator, from_anthropic, to_
 from tests.support import ROOT
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 
-pytestmark = pytest.mark.unit
-
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 GOLDEN = ROOT / "tests" / "golden" / "anthropic"
 

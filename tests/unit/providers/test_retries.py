@@ -11,8 +11,6 @@ import pytest
 from app.config import parse_config
 from tests.support import FIRST_CHUNK, UPSTREAM, Upstream, chat_body, completion, events, mock_upstreams, sse_reply
 
-pytestmark = pytest.mark.unit
-
 SECOND = "http://second.test/v1"
 
 

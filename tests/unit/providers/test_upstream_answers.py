@@ -12,8 +12,6 @@ import pytest
 from tests.support import FIRST_CHUNK, Upstream, chat_body, completion, events
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
 
-pytestmark = pytest.mark.unit
-
 
 def _with_message(**fields: Any) -> dict[str, Any]:
     answer = completion("x")

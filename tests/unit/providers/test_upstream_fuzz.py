@@ -10,14 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import Upstream, chat_body, completion, events, sse_reply
 from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
-
-pytestmark = pytest.mark.unit
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),

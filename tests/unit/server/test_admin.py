@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from app.engine.events import SearchDone
 from app.engine.recent import summarize
 from app.engine.record import RequestRecord
 from tests.support import GatewayFactory, Upstream, chat_body, completion, make_config
-
-pytestmark = pytest.mark.unit
 
 USER, ADMIN = "key-user", "key-admin"
 KEYED = {"api_keys": [USER], "admin_keys": [ADMIN]}

@@ -10,8 +10,6 @@ import pytest
 from app.server.app import create_app
 from tests.support import Upstream, chat_body, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 CHAT = "/v1/chat/completions"
 BODY = b'{"model": "fast", "messages": [{"role": "user", "content": "run the tools"}]}'
 

@@ -10,8 +10,6 @@ import pytest
 from app.config import parse_config
 from tests.support import UPSTREAM, Upstream, chat_body, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 
 def _error(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text

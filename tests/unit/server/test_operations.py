@@ -12,8 +12,6 @@ from app.config import ConfigError, parse_config
 from app.server.observability import JsonFormatter
 from tests.support import Upstream, chat_body, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 
 async def test_gateway_keys_guard_every_endpoint_but_healthz(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory(make_config(auth={"api_keys": ["gw-key-one", "gw-key-two"]}))

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.support import Upstream, chat_body, make_config
-
-pytestmark = pytest.mark.unit
 
 
 async def test_readyz_is_503_while_no_provider_has_its_key(upstream: Upstream, gateway_factory: Any) -> None:

@@ -32,7 +32,7 @@ def key(id: str, owner: str = "alice", namespace: str = "test") -> Key:
     return Key(namespace, owner, id)
 
 
-@pytest.fixture(params=[pytest.param("memory", marks=pytest.mark.unit)])
+@pytest.fixture(params=["memory"])
 async def backend() -> AsyncIterator[Backend]:
     """The memory backend on a fake clock; tests/e2e/store runs the same tests on Redis."""
     now = [0.0]
@@ -97,7 +97,6 @@ async def test_incr_is_atomic_across_concurrent_callers(backend: Backend, reques
         await extra.aclose()
 
 
-@pytest.mark.unit
 async def test_an_unreachable_redis_is_store_unavailable() -> None:
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
     for attempt in (store.get(key("a")), store.put(key("a"), b"x"), store.delete(key("a")), store.incr(key("a"))):
@@ -106,7 +105,6 @@ async def test_an_unreachable_redis_is_store_unavailable() -> None:
     await store.aclose()
 
 
-@pytest.mark.unit
 async def test_callers_keep_their_own_answer_to_an_unavailable_store() -> None:
     """Sessions act as empty (a saved search round, never a failure); a continuation fails with a 503."""
     down = f"redis://127.0.0.1:{free_port()}/0"
@@ -131,7 +129,6 @@ def entry_size(entry_key: Key, value: bytes) -> int:
     return ENTRY_OVERHEAD + len(entry_key.name().encode()) + len(value)
 
 
-@pytest.mark.unit
 async def test_memory_counts_real_bytes_astral_characters_included() -> None:
     value = (ASTRAL * 100).encode()
     assert len(value) == 400
@@ -151,7 +148,6 @@ async def test_memory_counts_real_bytes_astral_characters_included() -> None:
     assert await store.get(key("huge")) is None and store.bytes == 0, "larger than the whole store: not kept"
 
 
-@pytest.mark.unit
 async def test_memory_evicts_the_least_recently_used_first() -> None:
     store = MemoryStore(max_entries=3, max_bytes=1 << 20)
     for name in "abc":
@@ -163,7 +159,6 @@ async def test_memory_evicts_the_least_recently_used_first() -> None:
     assert [await store.get(key(name)) for name in "abd"] == [b"1", b"2", b"d"]
 
 
-@pytest.mark.unit
 async def test_memory_per_owner_bound_evicts_only_that_owners_entries() -> None:
     value = (ASTRAL * 50).encode()
     size = entry_size(key("a1"), value)
@@ -182,7 +177,6 @@ async def test_memory_per_owner_bound_evicts_only_that_owners_entries() -> None:
     assert store.bytes == store.owner_bytes("bob")
 
 
-@pytest.mark.unit
 async def test_memory_expired_entries_free_their_bytes_when_read() -> None:
     now = [0.0]
     store = MemoryStore(max_entries=10, max_bytes=1 << 20, clock=lambda: now[0])

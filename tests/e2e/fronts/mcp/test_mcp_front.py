@@ -44,7 +44,6 @@ async def names(client: Client[Any]) -> list[str]:
     return [tool.name for tool in await client.list_tools()]
 
 
-@pytest.mark.e2e
 async def test_lazy_mode_lists_few_tools_and_enables_found_ones(front_config: Path) -> None:
     changes = ListChanged()
     async with front(front_config, "--mode", "lazy", handler=changes) as client:
@@ -85,7 +84,6 @@ async def test_lazy_mode_lists_few_tools_and_enables_found_ones(front_config: Pa
             assert "finance__convert_currency" not in await names(other), "another session is unaffected"
 
 
-@pytest.mark.e2e
 async def test_proxy_mode_validates_then_runs(front_config: Path) -> None:
     async with front(front_config, "--mode", "proxy") as client:
         listed = await names(client)
@@ -106,7 +104,6 @@ async def test_proxy_mode_validates_then_runs(front_config: Path) -> None:
         assert not good.is_error and "USD" in text(good)
 
 
-@pytest.mark.e2e
 async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(front_config: Path) -> None:
     async with front(front_config, "--mode", "full") as client:
         assert len(await names(client)) == 4 + 7 + 9
@@ -118,7 +115,6 @@ async def test_full_mode_lists_everything_and_tool_sets_restrict_every_mode(fron
         assert "get_stock_quote" not in text(found)
 
 
-@pytest.mark.e2e
 async def test_the_stdio_front_finds_by_meaning_once_its_tools_are_embedded(front_config: Path) -> None:
     """Keyword search finds nothing for "write down a reminder"; the front's search turns hybrid by itself."""
     async with front(front_config, "--mode", "proxy") as client:
@@ -132,7 +128,6 @@ async def test_the_stdio_front_finds_by_meaning_once_its_tools_are_embedded(fron
         assert first.startswith("- notes__create_note"), found
 
 
-@pytest.mark.e2e
 async def test_server_info_names_toolsift_and_its_version(front_config: Path) -> None:
     async with front(front_config) as client:
         assert client.server_info is not None

@@ -11,8 +11,6 @@ import pytest
 
 from tests.support.mcp import ListChanged, mcp_client, names, serve_mcp_gateway, text
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -77,7 +77,6 @@ async def wait_for(changes: ListChanged) -> None:
     raise AssertionError("no notifications/tools/list_changed")
 
 
-@pytest.mark.e2e
 async def test_a_handshake_session_after_a_modern_one_gets_what_it_searched(gateway: str) -> None:
     url = f"{gateway}/mcp"
     async with mcp_client(url, "key-carol") as modern:
@@ -102,7 +101,6 @@ async def test_a_handshake_session_after_a_modern_one_gets_what_it_searched(gate
         assert not ran.is_error and "MSFT" in text(ran)
 
 
-@pytest.mark.e2e
 async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_searched(gateway: str) -> None:
     url = f"{gateway}/mcp"
     rates = {"base": "USD"}
@@ -130,7 +128,6 @@ async def test_a_modern_client_after_an_older_protocol_session_gets_what_it_sear
         assert RATES in await old.tool_names(), "the first session still has it"
 
 
-@pytest.mark.e2e
 async def test_another_key_cannot_use_a_sessions_id(gateway: str) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         carol = await OldProtocolSession(http, f"{gateway}/mcp", "key-carol").start()

@@ -19,7 +19,6 @@ from tests.support import ROOT, SERVERS, ScriptedUpstream, completion, free_port
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 TESTS_SERVERS = ROOT / "tests" / "servers"
-pytestmark = pytest.mark.e2e
 NOTE = {"title": "Groceries", "body": "milk, eggs"}
 
 

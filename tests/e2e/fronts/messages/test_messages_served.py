@@ -12,8 +12,6 @@ import pytest
 
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
 
-pytestmark = pytest.mark.e2e
-
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 
 

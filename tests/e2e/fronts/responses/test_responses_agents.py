@@ -40,7 +40,6 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         yield base
 
 
-@pytest.mark.e2e
 def test_served_gateway_with_the_sdk_and_the_agents_sdk(scripted: ScriptedUpstream, gateway: str) -> None:
     api = openai.OpenAI(base_url=f"{gateway}/v1", api_key="key-served", max_retries=0)
     scripted.script(*rounds()[:2], completion("Saved.", usage=(5, 1)))

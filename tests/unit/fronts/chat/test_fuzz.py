@@ -10,13 +10,10 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import Upstream, completion, make_config, mock_upstreams
-
-pytestmark = pytest.mark.unit
 
 
 class Raw(str):

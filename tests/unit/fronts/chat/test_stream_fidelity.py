@@ -12,8 +12,6 @@ import pytest
 
 from tests.support import Upstream, chat_body, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 BASE = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "up-model"}
 LOOKUP = {
     "type": "function",

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 from fastmcp import FastMCP
 
 from app.engine.gateway import Gateway
@@ -24,8 +23,6 @@ from tests.support import (
     make_config,
     sse_reply,
 )
-
-pytestmark = pytest.mark.unit
 
 
 async def test_content_only_stream_is_forwarded_in_chunks(upstream: Upstream, gateway_factory: Any) -> None:

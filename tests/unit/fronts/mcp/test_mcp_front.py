@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from fastmcp import Client
 
 from tests.support.mcp import ListChanged, growing_server, names, text, wait_for
 
 
-@pytest.mark.unit
 async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     from app.config import parse_config
     from app.engine.gateway import Gateway

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.fronts.mcp.test_mcp_sessions import QUOTE
 from tests.support.mcp import names
 
 
-@pytest.mark.unit
 async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
     """What clients enabled lives in the sessions' store, under its bounds: old clients go, the newest stay."""
     from fastmcp import Client

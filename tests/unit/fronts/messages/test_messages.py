@@ -15,8 +15,6 @@ from tests.support import FIRST_CHUNK, Upstream, completion, make_config
 from tests.support.anthropic import sdk
 from tests.support.scripted import _as_stream
 
-pytestmark = pytest.mark.unit
-
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 WEATHER_LOADED = ["weather__get_current_weather", "weather__get_forecast", "weather__get_alerts"]
 

@@ -9,12 +9,9 @@ from typing import Any
 
 import anthropic
 import httpx
-import pytest
 
 from tests.support import load_example
 from tests.support.anthropic import anthropic_config, message, sdk, sse, streamed_message, tool_use
-
-pytestmark = pytest.mark.unit
 
 THINK = {"type": "thinking", "thinking": "The user wants a conversion.", "signature": "sig-Zm9vYmFy=="}
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}

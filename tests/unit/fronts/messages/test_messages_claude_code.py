@@ -8,13 +8,10 @@ from typing import Any
 
 import anthropic
 import httpx
-import pytest
 
 from app import tokens
 from tests.support import UPSTREAM, Upstream, completion, make_config
 from tests.support.anthropic import CLAUDE_PROVIDER, message, scripted_anthropic, tool_use
-
-pytestmark = pytest.mark.unit
 
 KEEP = ["Bash", "Read", "Edit"]
 AUTO_DEFER = {"enabled": True, "auto_defer_client_tools": {"min_tokens": 8000, "keep": KEEP}}

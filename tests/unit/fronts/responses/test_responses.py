@@ -14,8 +14,6 @@ import pytest
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import NOTE, sdk, streamed
 
-pytestmark = pytest.mark.unit
-
 LOOKUP = {
     "type": "function",
     "name": "lookup_order",

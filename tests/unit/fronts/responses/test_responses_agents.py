@@ -54,7 +54,6 @@ def rounds() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.unit
 async def test_agent_run_with_search_mcp_and_its_own_tool(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     api, sent = recording(client)
@@ -71,7 +70,6 @@ async def test_agent_run_with_search_mcp_and_its_own_tool(upstream: Upstream, ga
     assert final_round[-1] == {"role": "tool", "content": "order o-1: shipped", "tool_call_id": "call_0_lookup_order"}
 
 
-@pytest.mark.unit
 async def test_agent_streamed_and_chained_by_previous_response_id(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     api, sent = recording(client)
@@ -106,7 +104,6 @@ async def test_agent_streamed_and_chained_by_previous_response_id(upstream: Upst
     assert "notes__create_note" in upstream.tool_names(3), "what the previous response found stays loaded"
 
 
-@pytest.mark.unit
 async def test_agent_with_a_hosted_tool_gets_a_clear_400(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     api, _ = recording(client)
