@@ -35,7 +35,7 @@ typecheck: install
 test: lint typecheck
 	$(BIN)/pytest -q
 
-# The fast tier alone: in-process tests, no processes, listeners or model (`make test` runs both tiers).
+# The fast tier alone: tests/unit/, in-process, no processes, listeners or model (`make test` runs both tiers).
 test-unit: install
 	$(BIN)/pytest -q -m unit
 

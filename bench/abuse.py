@@ -31,8 +31,11 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import add_record_options, demo_config, free_port, machine, record, start_gateway, wait_until_up
+
+from app.discovery.index import describe_locations
 
 SECRET = "sk-abuse-bench-7f3c9e1d5b"  # the upstream key: no answer may contain it
 URL_SECRET = "urltoken-abuse-4e8a2c"  # a credential inside a provider's base_url
@@ -41,6 +44,9 @@ HEALTHZ_MS, MEMORY_MB, BIG_MEMORY_MB, RESULT_CHARS = 100.0, 20.0, 64.0, 20_000
 CHAT = "/v1/chat/completions"
 JSON = {"content-type": "application/json"}
 HUGE_TEXT = "-" * 40_000 + " " + "y" * 1_000_000
+# Text the search index reads for paths and URLs: runs of dashes once made its regex quadratic (20,000 characters
+# took seconds, 40,000 half a minute). Queries reach it cut to 2,000 characters, tool descriptions do not.
+DASHES, WORD_DASHES = "-" * 40_000 + " x", "a-" * 20_000 + "/" + "-" * 20_000
 PLAIN = json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}]})
 
 # What a hostile model calls (tool name, raw arguments), by model name.
@@ -323,6 +329,13 @@ async def drip(port: int, head: bytes, tail: bytes) -> tuple[str, float]:
     return answer.split(b"\r\n")[0].decode(errors="replace"), time.monotonic() - started
 
 
+async def index_reads(text: str) -> Result:
+    """The search index's reading of hostile text, in this process (its cost is the row's time): nothing in it is a
+    path or a URL, so it must come back unchanged."""
+    described = describe_locations(text)
+    return Result(f"{len(described):,} chars").expect(described == text, "text without a path or URL was changed")
+
+
 Probe = tuple[str, float, Callable[[], Awaitable[Result]]]
 
 
@@ -338,6 +351,8 @@ def probes(bench: Bench) -> list[Probe]:
     return [
         ("model: search query of 40,000 '-'", 5, lambda: b.tool_call("search-dashes")),
         ("model: search query 'a-' x 20,000 + '/-...'", 5, lambda: b.tool_call("search-word-dashes")),
+        ("index: 40,000 '-' + ' x' read for paths", 2, lambda: index_reads(DASHES)),
+        ("index: 'a-' x 20,000 + '/' + '-' x 20,000 read", 2, lambda: index_reads(WORD_DASHES)),
         ("model: search with 10,000 tool_names", 5, lambda: b.tool_call("search-names")),
         ("model: search 'select:' + 300,000 names", 5, lambda: b.tool_call("search-select")),
         ("model: search query of 1 MB", 5, lambda: b.tool_call("search-1mb")),

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from app.server.app import create_app
 from tests.support import SERVERS, Upstream, free_port, load_example, make_config, mock_upstreams
 from tests.support.anthropic import scripted_anthropic
 
+TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "e2e")
 
 
@@ -28,17 +30,29 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["TOOLSIFT_HOME"] = tempfile.mkdtemp(prefix="toolsift-test-home-")
 
 
+def tier_of(path: Path) -> str | None:
+    """A test's tier is the top directory it lives in under tests/: tests/unit/... or tests/e2e/..."""
+    path = path.resolve()
+    parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test is in exactly one tier, so `pytest -m unit` is the whole fast tier and nothing falls between."""
-    wrong = [
-        f"{item.nodeid}: {' and '.join(tiers) or 'neither'}"
-        for item in items
-        if len(tiers := [tier for tier in TIERS if item.get_closest_marker(tier)]) != 1
-    ]
-    if wrong:
+    """Every test is in exactly one tier, the directory it lives in, so `pytest -m unit` is the whole fast tier and
+    nothing falls between."""
+    misplaced = []
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is None or any(marker.name in TIERS for marker in item.iter_markers()):
+            misplaced.append(item.nodeid)
+        else:
+            item.add_marker(tier)
+    if misplaced:
         raise pytest.UsageError(
-            "each test needs exactly one of the markers unit, e2e (pytestmark in its module):\n  " + "\n  ".join(wrong)
+            "a test's tier is its directory, not a marker: move these under tests/unit/<area>/ (in-process and fast) "
+            "or tests/e2e/<area>/ (processes, sockets, the model), <area> mirroring the app package they test, "
+            "and drop any unit/e2e marker:\n  " + "\n  ".join(misplaced)
         )
 
 

@@ -14,7 +14,6 @@ import pytest
 from tests.support import chat_body, make_config
 from tests.support.raw import CHUNK, RawUpstream, answer_ok, read_request, serve_raw
 
-pytestmark = pytest.mark.e2e
 BOUND = 64 * 1024
 
 

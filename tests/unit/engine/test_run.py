@@ -20,7 +20,6 @@ from app.identity import Identity
 from tests.support import load_example, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 
-pytestmark = pytest.mark.unit
 ALICE, BOB = Identity("alice"), Identity("bob")
 
 

@@ -15,7 +15,6 @@ from starlette.routing import Route
 from app import redaction
 from app.server.redacting import RedactedAnswers
 
-pytestmark = pytest.mark.unit
 SECRET = "sk-exit-4b8e1f0a9c"
 
 

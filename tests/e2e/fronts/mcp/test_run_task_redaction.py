@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types
-import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from tests.support import ROOT, free_port, served_gateway
 from tests.support.mcp import mcp_client
 
-pytestmark = pytest.mark.e2e
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 USER_SECRET, QUERY_SECRET = "urlpass-5d1c9e7a3b", "querykey-8f2a6c4e1d"
 

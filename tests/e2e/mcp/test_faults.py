@@ -1,0 +1,134 @@
+"""MCP faults with real processes: a server killed mid-call comes back, a hanging one times out, a huge result is
+cut, and none of it touches requests to other servers. The upstream is a real one on a loopback socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, load_example, make_config
+from tests.support.mcp import wait_for
+
+CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ScriptedUpstream]:
+    server = ScriptedUpstream().start()
+    yield server
+    server.stop()
+
+
+def _config(upstream: ScriptedUpstream) -> Any:
+    servers = {
+        "crashy": {"command": "python", "args": [CRASHY], "tool_timeout": 3},
+        "weather": {"command": "unused"},
+    }
+    provider = {"base_url": upstream.base_url, "api_key": "sk-test", "max_retries": 0}
+    return make_config(providers={"up": provider}, mcpServers=servers, tool_sets={}, tool_result_max_chars=5000)
+
+
+async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
+    upstream: ScriptedUpstream, gateway_factory: Any
+) -> None:
+    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
+    upstream.script(
+        completion(calls=[("crashy__crash", {}), ("weather__get_current_weather", {"city": "Paris"})]),
+        completion("the crash was reported"),
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("crash it"))
+    assert response.status_code == 200
+    crashed, other = upstream.requests[1]["messages"][-2:]
+    assert crashed["content"].startswith("Error: ")
+    assert not other["content"].startswith("Error"), "the other server's call in the same round still ran"
+
+    connection = gateway.mcp.connections["crashy"]
+    await wait_for(lambda: connection.state.value == "down")
+    await wait_for(lambda: connection.state.value == "up")
+    assert "crashy__echo" in gateway.mcp.catalog.tools, "its tools come back"
+    upstream.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
+    await client.post("/v1/chat/completions", json=chat_body("echo"))
+    assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
+
+
+async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(
+    upstream: ScriptedUpstream, gateway_factory: Any
+) -> None:
+    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
+    upstream.script(completion(calls=[("crashy__hang", {})]), completion("done"))
+    response = await client.post("/v1/chat/completions", json=chat_body("slow"))
+    assert response.status_code == 200
+    hung = upstream.requests[1]["messages"][-1]["content"]
+    assert hung == "Error: 'hang' on MCP server 'crashy' timed out after 3s"
+    upstream.script(completion(calls=[("crashy__huge", {"megabytes": 2})]), completion("done"))
+    await client.post("/v1/chat/completions", json=chat_body("big"))
+    huge = upstream.requests[-1]["messages"][-1]["content"]
+    assert len(huge) <= 5000 and "truncated by toolsift: showing 5,000 of 2,097,152 characters" in huge
+    upstream.script(completion(calls=[("crashy__echo", {"text": "still fine"})]), completion("ok"))
+    await client.post("/v1/chat/completions", json=chat_body("echo"))
+    assert upstream.requests[-1]["messages"][-1]["content"] == "still fine"
+    assert gateway.mcp.connections["crashy"].state.value == "up"
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of `pid`, read from /proc (Linux)."""
+    import os
+    from pathlib import Path
+
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return [child for child in children if os.path.exists(f"/proc/{child}")]
+
+
+def test_sigterm_closes_every_mcp_child_process(tmp_path: Any) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from tests.support import free_port
+
+    config = {
+        "mcpServers": {
+            name: {"command": "python", "args": [str(SERVERS / f"{name}.py")]} for name in ("weather", "notes")
+        }
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    port = free_port()
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    process = subprocess.Popen(
+        [toolsift, "serve", "--config", str(tmp_path / "config.json"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        children = _children(process.pid)
+        assert len(children) == 2, "one process per stdio server"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) in (0, -signal.SIGTERM), "uvicorn shuts down, then re-raises the signal"
+        time.sleep(0.5)
+        assert not [child for child in children if Path(f"/proc/{child}").exists()], "no orphans"
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -1,0 +1,147 @@
+"""The console in a real headless Chromium against a real `toolsift serve`, and the CLI asking that gateway.
+
+Chromium is Debian's package (`.ci/run` installs it), driven by Playwright's Python API through its
+`executable_path`; no browser is downloaded. Where it is missing the browser test is skipped and says so.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+USER, ADMIN = "console-user-key", "console-admin-key"
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedUpstream]:
+    upstream = ScriptedUpstream().start()
+    yield upstream
+    upstream.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    def server(name: str, deferred: bool) -> dict[str, Any]:
+        return {"command": sys.executable, "args": [str(SERVERS / f"{name}.py")], "defer_loading": deferred}
+
+    config = {
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-scripted", "max_retries": 0}},
+        "models": {"fast": {"provider": "up", "model": "scripted"}},
+        "mcpServers": {"weather": server("weather", False), "finance": server("finance", True),
+                       "notes": server("notes", True)},
+        "auth": {"api_keys": [USER], "admin_keys": [ADMIN]},
+    }  # fmt: skip
+    path = tmp_path_factory.mktemp("console") / "config.json"
+    path.write_text(json.dumps(config))
+    with served_gateway(path, free_port()) as base:
+        yield base
+
+
+def chat_missing_a_tool(base: str, scripted: ScriptedUpstream) -> str:
+    """A request whose model searched for something no tool does; returns its request id."""
+    scripted.script(completion(calls=[("search_tools", {"query": "xylophone tuning"})]), completion("No such tool."))
+    client = OpenAI(base_url=f"{base}/v1", api_key=USER, max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model="fast", messages=[{"role": "user", "content": "tune my xylophone"}]
+    )
+    assert raw.parse().choices[0].message.content == "No such tool."
+    return raw.headers["x-request-id"]
+
+
+def test_console_in_headless_chromium(gateway: str, scripted: ScriptedUpstream, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
+    from PIL import Image, ImageStat
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(30_000)
+            page.goto(f"{gateway}/console")
+            # Keys are on: the page asks for the admin key before it shows anything.
+            expect(page.locator("#key-form")).to_be_visible()
+            expect(page.locator("#key-message")).to_contain_text("admin key")
+            page.fill("#key", ADMIN)
+            page.click("#key-form button[type=submit]")
+            servers = page.locator("#servers tbody tr.server")
+            expect(servers).to_have_count(3)
+            expect(page.locator("#servers")).to_contain_text("finance")
+            expect(page.locator("#tools tbody tr.tool").first).to_be_visible()
+            expect(page.locator("#manifest-tokens")).to_contain_text("search_tools definition")
+
+            page.fill("#query", "convert currency")
+            page.click("#search-form button[type=submit]")
+            first = page.locator("#search-results tbody tr.result").first
+            expect(first).to_contain_text("finance__convert_currency")
+            expect(first).to_contain_text("name: convert, currency")
+
+            request_id = chat_missing_a_tool(gateway, scripted)  # while the page is open: it refreshes itself
+            missed = page.locator("#requests tbody tr.miss", has_text=request_id)
+            expect(missed).to_contain_text("xylophone tuning", timeout=20_000)
+            expect(missed).to_contain_text("likely miss: found nothing")
+            assert page.evaluate("sessionStorage.getItem('toolsift.adminKey')") == ADMIN
+            assert ADMIN not in page.url
+
+            shot = page.screenshot(full_page=True)
+            (tmp_path / "console.png").write_bytes(shot)
+            image = Image.open(io.BytesIO(shot)).convert("L")
+            assert image.size[0] == 1280 and image.size[1] > 900
+            assert ImageStat.Stat(image).stddev[0] > 10, "the screenshot is blank"
+        finally:
+            browser.close()
+
+
+def test_cli_search_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [TOOLSIFT, "search", "convert currency", "--explain", "--url", gateway, "--admin-key", ADMIN,
+         "--config", str(tmp_path / "absent.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"answered by the gateway at {gateway}" in result.stderr and "connecting" not in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["#", "score", "keywords", "meaning", "match", "tool", "description"]
+    assert lines[1].split()[5] == "finance__convert_currency"
+    assert lines[2].strip().startswith("matched name: convert, currency")
+    tools = subprocess.run(
+        [TOOLSIFT, "tools", "--tool-set", "nope", "--url", gateway], capture_output=True, text=True, timeout=60,
+        env={"TOOLSIFT_ADMIN_KEY": ADMIN, "PATH": ""},
+    )  # fmt: skip
+    assert tools.returncode == 2 and "Unknown tool_set 'nope'" in tools.stderr
+    server = subprocess.run(
+        [TOOLSIFT, "tools", "--server", "nope", "--url", gateway], capture_output=True, text=True, timeout=60,
+        env={"TOOLSIFT_ADMIN_KEY": ADMIN, "PATH": ""},
+    )  # fmt: skip
+    assert server.returncode == 2 and "unknown server 'nope'; servers: " in server.stderr and "notes" in server.stderr
+    assert server.stdout == ""
+
+
+def test_cli_falls_back_with_a_note_when_the_gateway_refuses(gateway: str, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    result = subprocess.run(
+        [TOOLSIFT, "manifest", "--url", gateway, "--admin-key", USER, "--config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    note = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert len(note) == 1 and "not an admin key" in note[0] and "starting the MCP servers here" in note[0]
+    assert result.stdout.startswith("Nothing is deferred"), "answered locally from the (empty) config"

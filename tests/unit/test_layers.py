@@ -1,0 +1,206 @@
+"""Data flows one way: server edge -> fronts -> engine -> discovery, MCP client, providers -> codecs -> core -> shared
+modules.
+
+Every `app/` module is parsed (never imported) and each of its imports, including lazy and type-only ones,
+must point to its own layer or a lower one. A module that needs something from above means that thing belongs
+lower down: move it, don't import upward.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from tests.support import ROOT
+
+APP = ROOT / "app"
+
+# Highest first. A module belongs to the layer of the longest prefix naming it; top-level modules not named
+# here (config, errors, identity, logs, redaction, strict_json, tokens, the package itself) are shared.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # What the `toolsift` command runs: free to use everything, used by nothing below.
+    ("entry", ("app.cli", "app.demo")),
+    ("server", ("app.server",)),
+    # Wire formats over the engine; the inspection reports are the admin API's and the CLI's view of it.
+    ("fronts", ("app.fronts", "app.inspection")),
+    ("engine", ("app.engine",)),
+    # The keyed store (memory or Redis) sits here too: the engine and the fronts keep per-caller state in it.
+    ("lower", ("app.discovery", "app.mcp.client", "app.providers", "app.store")),
+    # One codec per wire format (protocol types, translation to and from the typed model), shared by the front
+    # and the provider of that format. It imports the core and shared modules only.
+    ("codecs", ("app.codecs",)),
+    # The typed model, the tool catalog and deferral: the vocabulary every layer above speaks (providers take typed
+    # rounds, discovery ranks catalog entries, the MCP client builds catalogs). It imports shared modules only.
+    ("core", ("app.core",)),
+    ("shared", ("app",)),
+]
+
+
+def _rank(module: str) -> tuple[int, str]:
+    """The module's layer (0 is the highest) and its name, by the longest matching prefix."""
+    matches = [
+        (len(prefix), rank, name)
+        for rank, (name, prefixes) in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    assert matches, module
+    _, rank, name = max(matches)
+    return rank, name
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _imports(path: Path, module: str) -> set[tuple[int, str]]:
+    """Every `app` module `path` imports, with its line; `from app.x import y` counts as `app.x.y` when y is a
+    module."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {(node.lineno, alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *filter(None, [base])])
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add((node.lineno, target if _is_module(target) else base))
+    return {(line, name) for line, name in found if name == "app" or name.startswith("app.")}
+
+
+def _violations() -> list[str]:
+    problems: list[str] = []
+    for path in sorted(APP.rglob("*.py")):
+        module = _module_name(path)
+        rank, layer = _rank(module)
+        for line, target in sorted(_imports(path, module)):
+            target_rank, target_layer = _rank(target)
+            if target_rank < rank:
+                where = path.relative_to(ROOT)
+                problems.append(f"{where}:{line}: {module} ({layer}) imports {target} ({target_layer})")
+    return problems
+
+
+def test_no_module_imports_from_a_higher_layer() -> None:
+    problems = _violations()
+    assert not problems, "imports pointing up a layer:\n" + "\n".join(problems)
+
+
+def test_every_module_is_placed() -> None:
+    modules = [_module_name(path) for path in APP.rglob("*.py")]
+    assert {_rank(module)[1] for module in modules} == {name for name, _ in LAYERS}
+    assert _rank("app.engine.gateway")[1] == "engine" and _rank("app.core.model")[1] == "core"
+    assert _rank("app.fronts.mcp.server")[1] == "fronts" and _rank("app.config")[1] == "shared"
+
+
+def test_an_upward_import_is_seen(tmp_path: Path) -> None:
+    """Lazy, type-only and relative imports count; `from app import x` names module x when there is one."""
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from app import tokens, toolsift_version\n"
+        "from .gateway import Gateway\n"
+        "if TYPE_CHECKING:\n    from app.fronts.base import Call\n"
+        "def late() -> None:\n    import app.server.auth\n",
+        encoding="utf-8",
+    )
+    found = {name for _, name in _imports(source, "app.engine.probe")}
+    assert found == {"app.tokens", "app", "app.engine.gateway", "app.fronts.base", "app.server.auth"}
+    upward = {name for name in found if _rank(name)[0] < _rank("app.engine.probe")[0]}
+    assert upward == {"app.fronts.base", "app.server.auth"}
+
+
+# Third-party packages that belong to one part of the tree: the web framework to the server edge (and the demo's own
+# model server, which is a server of its own), the MCP library to the MCP client, the MCP front and the edge that
+# mounts it. Anywhere else they would tie the engine to a transport.
+THIRD_PARTY: dict[str, tuple[str, ...]] = {
+    "starlette": ("app.server", "app.demo.server"),
+    "fastapi": ("app.server", "app.demo.server"),
+    "fastmcp": ("app.mcp.client", "app.fronts.mcp", "app.server"),
+    "mcp_types": ("app.mcp.client", "app.fronts.mcp", "app.server"),
+}
+# Side by side in the lower layer, none knows another: discovery ranks catalog entries, providers speak to LLM
+# upstreams, the MCP client to MCP servers, the store keeps bytes. The engine composes them.
+INDEPENDENT = ("app.discovery", "app.providers", "app.mcp.client", "app.store")
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def _third_party(path: Path) -> set[tuple[int, str]]:
+    """The top-level packages `path` imports (lazy and type-only imports too), with their lines."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {(node.lineno, alias.name.split(".")[0]) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def _private_imports(path: Path, module: str) -> set[tuple[int, str]]:
+    """`from app.x import _name` where app.x is another module: a private name used outside its module."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("app") and node.module != module:
+            found |= {(node.lineno, f"{node.module}.{a.name}") for a in node.names if a.name.startswith("_")}
+    return found
+
+
+def _rule_violations(paths: list[Path], name_of: Any = _module_name) -> list[str]:
+    problems: list[str] = []
+    for path in paths:
+        module = name_of(path)
+        for line, package in sorted(_third_party(path)):
+            allowed = THIRD_PARTY.get(package)
+            if allowed is not None and not _within(module, allowed):
+                problems.append(f"{path.name}:{line}: {module} imports {package} (only in {', '.join(allowed)})")
+        own = next((part for part in INDEPENDENT if _within(module, (part,))), None)
+        for line, target in sorted(_imports(path, module)):
+            other = next((part for part in INDEPENDENT if _within(target, (part,))), None)
+            if own is not None and other is not None and other != own:
+                problems.append(f"{path.name}:{line}: {module} imports {target}: {own} and {other} are independent")
+        for line, name in sorted(_private_imports(path, module)):
+            problems.append(f"{path.name}:{line}: {module} imports the private name {name}")
+    return problems
+
+
+def test_third_party_packages_independent_parts_and_private_names_keep_their_place() -> None:
+    problems = _rule_violations(sorted(APP.rglob("*.py")))
+    assert not problems, "\n".join(problems)
+
+
+def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
+    plants = {
+        "app.engine.web": "from starlette.requests import Request\n",
+        "app.core.mcp_meta": "def late() -> None:\n    import fastmcp.utilities\n",
+        "app.discovery.upstream": "from app.providers.base import Provider\n",
+        "app.providers.ranked": "if TYPE_CHECKING:\n    from app.discovery.search import Discovery\n",
+        "app.fronts.peek": "from app.server.edge import _loopback\n",
+    }
+    names: dict[Path, str] = {}
+    for module, source in plants.items():
+        path = tmp_path / f"{module.replace('.', '_')}.py"
+        path.write_text(source, encoding="utf-8")
+        names[path] = module
+    problems = _rule_violations(sorted(names), names.__getitem__)
+    assert len(problems) == len(plants), problems
+    assert any("app.engine.web imports starlette" in problem for problem in problems)
+    assert any("app.core.mcp_meta imports fastmcp" in problem for problem in problems)
+    assert any("app.discovery and app.providers are independent" in problem for problem in problems)
+    assert any("app.providers and app.discovery are independent" in problem for problem in problems)
+    assert any("private name app.server.edge._loopback" in problem for problem in problems)
+    clean = tmp_path / "clean.py"
+    clean.write_text("from starlette.types import Scope\nfrom app.engine.gateway import Gateway\n", encoding="utf-8")
+    assert _rule_violations([clean], lambda _: "app.server.probe") == []
