@@ -91,6 +91,12 @@ class Config(Strict):
         for server in self.tool_hints:
             if server not in self.mcp_servers:
                 problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(self.mcp_servers)}")
+        if "*" in self.cors_origins and not self.auth.api_keys:
+            problems.append(
+                'cors_origins: "*" lets every web page a user opens call this gateway, and without auth.api_keys '
+                "any page could use its models and tools with nothing to stop it: set auth.api_keys, or list the "
+                "origins that may call it"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self
