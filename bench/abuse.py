@@ -339,6 +339,85 @@ async def index_reads(text: str) -> Result:
 Probe = tuple[str, float, Callable[[], Awaitable[Result]]]
 
 
+# -- bounded rules: fan-out model replies and schema patterns that would backtrack ------------------------------
+
+# An MCP server whose tool schema holds a catastrophic-backtracking `pattern`, for the MCP front's proxy `call_tool`.
+HOSTILE_SCHEMA_SERVER = """
+from typing import Annotated
+from fastmcp import FastMCP
+from pydantic import Field
+
+mcp = FastMCP("hostile")
+
+
+@mcp.tool
+def lookup_code(code: Annotated[str, Field(json_schema_extra={"pattern": r"^(a+)+$"})]) -> str:
+    \"\"\"Look up a product code.\"\"\"
+    return code
+
+
+if __name__ == "__main__":
+    mcp.run(show_banner=False, log_level="WARNING")
+"""
+
+
+def _fan_out(calls: list[tuple[str, str]]) -> bytes:
+    tool_calls = [
+        {"id": f"f{index}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        for index, (name, arguments) in enumerate(calls)
+    ]
+    return _completion({"role": "assistant", "content": None, "tool_calls": tool_calls})
+
+
+FAN_OUT: dict[str, bytes] = {
+    "fan-out-search": _fan_out(
+        [("search_tools", json.dumps({"query": " ".join(f"w{i}x{j}" for j in range(300))})) for i in range(300)]
+    ),
+    "fan-out-mcp": _fan_out([("weather__get_current_weather", json.dumps({"city": "Paris"}))] * 500),
+}
+
+
+async def fan_out(bench: Bench, model: str) -> Result:
+    """One reply asks for hundreds of calls: a 200 in bounded time, the calls past the cap answered as errors."""
+    bench.upstream.calls[model] = FAN_OUT[model]
+    return await bench.tool_call(model)
+
+
+async def schema_redos() -> Result:
+    """`call_tool` on the stdio MCP front (proxy mode) with 60 characters against `^(a+)+$`: 2^60 steps on a
+    backtracking engine; the answer must be an argument error at once."""
+    from fastmcp.client.transports import StdioTransport
+
+    workdir = Path(tempfile.mkdtemp(prefix="toolsift-redos-"))
+    (workdir / "hostile.py").write_text(HOSTILE_SCHEMA_SERVER)
+    server = {"command": sys.executable, "args": [str(workdir / "hostile.py")], "defer_loading": True}
+    config = {"mcpServers": {"hostile": server}, "tool_discovery": {"semantic": {"enabled": False}}}
+    (workdir / "config.json").write_text(json.dumps(config))
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    command = ["mcp", "--stdio", "--config", str(workdir / "config.json"), "--mode", "proxy"]
+    transport = StdioTransport(toolsift, command, env=dict(os.environ))
+    async with Client(transport, timeout=30, init_timeout=60) as client:
+        started = time.monotonic()
+        arguments = {"name": "hostile__lookup_code", "arguments": {"code": "a" * 60 + "!"}}
+        answer = await client.call_tool_mcp("call_tool", arguments)
+        seconds = time.monotonic() - started
+    text = "".join(getattr(part, "text", "") for part in answer.content)
+    result = Result(f"{'error' if answer.is_error else 'ran'} in {seconds * 1000:.0f} ms")
+    result.expect(answer.is_error and "does not match" in text, f"not refused: {text[:100]}")
+    return result.expect(seconds < 1, f"call_tool took {seconds:.1f} s")
+
+
+def bound_rules_probes(bench: Bench) -> list[Probe]:
+    return [
+        ("model: one reply of 300 long distinct searches", 5, lambda: fan_out(bench, "fan-out-search")),
+        ("model: one reply of 500 MCP calls", 5, lambda: fan_out(bench, "fan-out-mcp")),
+        ("/mcp proxy: call_tool against ^(a+)+$ (stdio)", 60, schema_redos),
+    ]
+
+
+# -- end of bounded rules --------------------------------------------------------------------------------------
+
+
 def probes(bench: Bench) -> list[Probe]:
     """Name, time bound in seconds, probe."""
     b, evil, rebound = bench, "https://evil.example", f"evil.example:{bench.port}"
@@ -390,6 +469,7 @@ def probes(bench: Bench) -> list[Probe]:
         ("client: 300 unique 256-char session ids", 20, lambda: b.session_ids(300, 256, 200)),
         ("client: 50 send headers a byte at a time", HEADER_TIMEOUT + 2, lambda: b.slow_clients(False)),
         ("client: 50 send a body a byte at a time", BODY_TIMEOUT + 2, lambda: b.slow_clients(True)),
+        *bound_rules_probes(b),
     ]
 
 

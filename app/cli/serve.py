@@ -63,7 +63,7 @@ def demo(config: Config, args: argparse.Namespace) -> int:
     from app.demo.launch import with_demo_model
     from app.demo.server import DemoModel
 
-    model = DemoModel().start()
+    model = DemoModel(max_body_bytes=config.max_request_bytes).start()
     print(
         f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
         "(no API key; `make run` uses the real providers)",

@@ -109,7 +109,15 @@ class Gateway:
         route = self.router.route(request.model, caller.upstream_key)
         session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
         tools = await self.request_tools(request, session)
-        loop = ChatLoop(route, tools, self.mcp, max_rounds or config.max_rounds, policy=policy)
+        loop = ChatLoop(
+            route,
+            tools,
+            self.mcp,
+            max_rounds or config.max_rounds,
+            config.max_tool_calls_per_round,
+            config.max_searches_per_request,
+            policy=policy,
+        )
         record = RequestRecord()
 
         async def events() -> AsyncGenerator[Event, None]:
