@@ -11,8 +11,6 @@ import pytest
 
 from app.demo.server import DemoModel
 
-pytestmark = pytest.mark.e2e
-
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 
 

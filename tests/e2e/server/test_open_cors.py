@@ -9,11 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support import ROOT, free_port
-
-pytestmark = pytest.mark.e2e
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 

@@ -11,8 +11,6 @@ import pytest
 from app.engine import request_tools
 from tests.support import Upstream, chat_body, completion, make_config
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def searches(monkeypatch: pytest.MonkeyPatch) -> list[Any]:

@@ -13,8 +13,6 @@ from app.engine import responses_store
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -14,8 +14,6 @@ from app.logs import escape_controls
 from app.server.observability import TextFormatter
 from tests.support import Upstream, chat_body
 
-pytestmark = pytest.mark.unit
-
 FORGED = "2026-11-25 12:00:00,000 INFO toolsift.auth admin login ok"
 
 

@@ -8,8 +8,6 @@ import pytest
 from app.config import ConfigError, parse_config
 from tests.support import GatewayFactory, make_config
 
-pytestmark = pytest.mark.unit
-
 KEYS = {"api_keys": ["user-key"], "admin_keys": ["admin-key"]}
 EVIL = "https://pages.example"
 

@@ -14,8 +14,6 @@ from app.store import Key, MemoryStore
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
 
-pytestmark = pytest.mark.unit
-
 
 def key(id: str, owner: str) -> Key:
     return Key("test", owner, id)

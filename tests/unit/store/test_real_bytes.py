@@ -7,13 +7,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import pytest
-
 from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk
-
-pytestmark = pytest.mark.unit
 
 BOUND = 1024 * 1024  # the default 256 MiB, scaled down
 EMOJI = "\U0001f600\U0001f680\U0001f9e0\U0001f30d"

@@ -10,14 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from tests.support import ROOT
 from tests.support.mcp import text
-
-pytestmark = pytest.mark.e2e
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 HOSTILE = ROOT / "tests" / "servers" / "hostile_schema.py"
