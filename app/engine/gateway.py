@@ -65,7 +65,10 @@ class Gateway:
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config, providers)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
-        self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
+        discovery = config.tool_discovery
+        self.discovery = DiscoveryCache(
+            discovery.manifest_max_tokens, self.semantic, client_cache_bytes=discovery.client_index_cache_mb << 20
+        )
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions)
