@@ -15,7 +15,7 @@ from typing import Any
 
 from app import redaction
 from app.config import Config
-from app.core.catalog import select_mcp_tools
+from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
@@ -29,6 +29,7 @@ from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
+from app.errors import RequestRefused
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
@@ -76,16 +77,24 @@ class Gateway:
 
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
+        self.mcp.preparers.append(self._prepare_discovery)
+        self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
-        self._prepare_discovery()
-        self.mcp.listeners.append(self._prepare_discovery)
+        self._tools_changed()
         self.started = True
 
-    def _prepare_discovery(self) -> None:
-        """Build the index and manifest (and queue the tools for embedding) now, at start-up or after a catalog
-        change, rather than in the first request that needs them (a few hundred ms on 2 cores)."""
-        catalog = self.mcp.catalog
-        self.discovery.get(catalog, None, select_mcp_tools(catalog, self.config, None))
+    def _prepare_discovery(self, catalog: Catalog) -> None:
+        """Build the index and manifest of every toolset for a new catalog, in the worker pool before the catalog
+        is published, rather than on the event loop in the first request that needs them (10,000 tools take
+        seconds)."""
+        for tool_set in [None, *self.config.tool_sets]:
+            try:
+                self.discovery.get(catalog, tool_set, select_mcp_tools(catalog, self.config, tool_set))
+            except RequestRefused:  # a toolset naming tools its server no longer lists: its requests say so
+                continue
+
+    def _tools_changed(self) -> None:
+        self.semantic.track(())  # the new tools were queued for embedding in the pool: start the worker
 
     async def stop(self) -> None:
         await self.semantic.aclose()
