@@ -91,4 +91,4 @@ def _app(config: Config) -> Any:
     from app.engine.build import build_gateway
     from app.server.app import create_app
 
-    return create_app(build_gateway(config))
+    return create_app(build_gateway(config, own_process=True))

@@ -79,7 +79,11 @@ _counts_lock = threading.Lock()  # catalogs are built in a worker thread
 
 
 def _text(definitions: list[dict[str, Any]]) -> str:
-    return json.dumps(definitions, ensure_ascii=False, separators=(",", ":")) if definitions else ""
+    """The definitions as sent (compact JSON), encoded a tool at a time: one `json.dumps` of thousands of tools
+    holds the interpreter lock, and so the event loop, for as long as it runs."""
+    if not definitions:
+        return ""
+    return "[" + ",".join(json.dumps(item, ensure_ascii=False, separators=(",", ":")) for item in definitions) + "]"
 
 
 def _tokens(text: str) -> int:

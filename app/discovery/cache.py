@@ -85,14 +85,17 @@ class DiscoveryCache:
 
 
 def _digest(entries: Sequence[ToolEntry]) -> bytes:
-    """What identifies a list of client tools: everything of theirs a discovery shows or searches."""
-    content = [
-        [entry.name, entry.description, entry.parameters, entry.definition, entry.tokens]
-        + ([entry.native.format, entry.native.value] if entry.native is not None else [])
-        for entry in entries
-    ]
-    text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    """What identifies a list of client tools: everything of theirs a discovery shows or searches. Hashed a tool at
+    a time: one `json.dumps` of megabytes would hold the interpreter lock, and so the event loop, throughout."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        content = [entry.name, entry.description, entry.parameters, entry.definition, entry.tokens]
+        if entry.native is not None:
+            content += [entry.native.format, entry.native.value]
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.digest()
 
 
 def client_bytes(entries: Sequence[ToolEntry], discovery: Discovery) -> int:

@@ -8,6 +8,7 @@ found before), run the loop, count its events, remember what it found. The serve
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -60,6 +61,11 @@ class Gateway:
         ones of the same name."""
         self.config = config
         self.started = False
+        # A full garbage collection holds the interpreter lock while it scans every object, so a heap holding a
+        # large catalog and its index stalled the event loop 300 ms at each one (and a worker thread's indexing
+        # triggers them). With `freeze_heap` (a process that is this gateway), what start-up and each catalog
+        # rebuild built is moved out of those scans; it is still freed when nothing refers to it.
+        self.freeze_heap = False
         self._secrets = guard_secrets(config.secrets())
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
@@ -95,6 +101,8 @@ class Gateway:
 
     def _tools_changed(self) -> None:
         self.semantic.track(())  # the new tools were queued for embedding in the pool: start the worker
+        if self.freeze_heap:
+            gc.freeze()
 
     async def stop(self) -> None:
         await self.semantic.aclose()

@@ -24,9 +24,14 @@ class Listing:
 
 
 def fingerprint(tools: list[Any]) -> bytes:
-    dumped = [tool.model_dump(mode="json") for tool in tools]
-    text = json.dumps(dumped, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    """Hashed a tool at a time: one `json.dumps` of megabytes would hold the interpreter lock (and so the event
+    loop) throughout."""
+    digest = hashlib.sha256()
+    for tool in tools:
+        text = json.dumps(tool.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.digest()
 
 
 def bounded_listing(tools: list[Any], limits: McpLimitsConfig) -> Listing:
