@@ -7,6 +7,8 @@ request's model name. Another process polls `/healthz` every 20 ms. One row per 
 non-zero if any row fails.
 
     python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
+
+`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog.
 """
 
 from __future__ import annotations
@@ -470,7 +472,136 @@ def probes(bench: Bench) -> list[Probe]:
         ("client: 50 send headers a byte at a time", HEADER_TIMEOUT + 2, lambda: b.slow_clients(False)),
         ("client: 50 send a body a byte at a time", BODY_TIMEOUT + 2, lambda: b.slow_clients(True)),
         *bound_rules_probes(b),
+        *bounded_work_probes(b),
     ]
+
+
+# ---- Bounded work: deferred client tools indexed per request, MCP list_changed storms, a 10,000-tool catalog ----
+# Kept together so other probe blocks merge beside it. Client-tool rows run against the main gateway; the catalog
+# rows start a gateway of their own on bench/hostile_mcp.py (10,000 generated tools, `storm` adds tools and
+# announces each), without the search model, so its figures are the catalog, index and manifest alone.
+
+CLIENT_TOOLS, CATALOG_TOOLS, STORM = 512, 10_000, 50
+CATALOG_START_S, CATALOG_MEMORY_MB = 60.0, 1024.0
+CALLS["storm"] = ("big__storm", json.dumps({"count": STORM}))
+BOUNDED = "bounded work"  # --only "bounded work" runs this block's rows alone
+CATALOG_ROWS = f"MCP: {CATALOG_TOOLS:,}-tool catalog starts / MCP: {STORM} list_changed on {CATALOG_TOOLS:,} tools"
+
+
+def _made_up(i: int) -> str:
+    """About 9 KB of words no other tool has: 512 of them are the 4.7 MB that stalled the gateway 17 s."""
+    return f"Tool {i}. " + " ".join(f"q{i}w{j}zx" for j in range(900))
+
+
+def client_tools_body(front: str) -> tuple[str, str]:
+    schema = {"type": "object", "properties": {"id": {"type": "string"}}}
+    if front == "chat":
+        tools: list[dict[str, Any]] = [
+            {"type": "function", "defer_loading": True,
+             "function": {"name": f"t{i}", "description": _made_up(i), "parameters": schema}}
+            for i in range(CLIENT_TOOLS)
+        ]  # fmt: skip
+        return CHAT, json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}], "tools": tools})
+    if front == "responses":
+        tools = [
+            {"type": "function", "name": f"t{i}", "description": _made_up(i), "parameters": schema,
+             "defer_loading": True}
+            for i in range(CLIENT_TOOLS)
+        ]  # fmt: skip
+        return "/v1/responses", json.dumps({"model": "plain", "input": "hi", "tools": tools})
+    tools = [
+        {"name": f"t{i}", "description": _made_up(i), "input_schema": schema, "defer_loading": True}
+        for i in range(CLIENT_TOOLS)
+    ]
+    body = {"model": "plain", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    return "/v1/messages", json.dumps(body)
+
+
+def bounded_work_probes(bench: Bench) -> list[Probe]:
+    def client_tools(front: str) -> Callable[[], Awaitable[Result]]:
+        path, body = client_tools_body(front)
+        return lambda: bench.expect([bench.post(body, path)], 200)
+
+    return [
+        (f"client: {CLIENT_TOOLS} deferred tools of 9 KB (4.7 MB), {front}", 10, client_tools(front))
+        for front in ("chat", "responses", "messages")
+    ]
+
+
+def catalog_config(upstream_port: int) -> dict[str, Any]:
+    server = Path(__file__).resolve().parent / "hostile_mcp.py"
+    big = {
+        "command": sys.executable, "args": [str(server)], "env": {"TOOLS": str(CATALOG_TOOLS)},
+        "defer_loading": True, "always_load": ["storm"], "startup_timeout": 120,
+    }  # fmt: skip
+    return {
+        "providers": {"hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET}},
+        "mcpServers": {"big": big},
+        "mcp_limits": {"max_tools_per_server": 2 * CATALOG_TOOLS},
+        "tool_discovery": {"semantic": {"enabled": False}},
+    }
+
+
+async def _big_tools(http: httpx.AsyncClient) -> int:
+    try:
+        server = (await http.get("/healthz", timeout=1)).json()["servers"]["big"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return -1
+    return int(server["tools"]) if server["state"] == "up" else -1
+
+
+async def catalog_rows(upstream_port: int, log_dir: Path) -> list[list[str]]:
+    """A gateway on a 10,000-tool server: how long until it serves them and what it holds; then a storm of
+    list_changed (the server adds 50 tools, announcing each) while /healthz is polled."""
+    port = free_port()
+    with (log_dir / "catalog-gateway.log").open("w") as log:
+        started = time.monotonic()
+        gateway, _ = start_gateway(catalog_config(upstream_port), port, dict(os.environ), log)
+    rows: list[list[str]] = []
+    poller: HealthPoller | None = None
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            while await _big_tools(http) < CATALOG_TOOLS - 1:  # every generated tool but `storm`, always loaded
+                if gateway.poll() is not None or time.monotonic() - started > 300:
+                    raise SystemExit("the catalog gateway did not start")
+                await asyncio.sleep(0.1)
+            elapsed, rss = time.monotonic() - started, rss_mb(gateway.pid)
+            poller = HealthPoller(port)
+            await asyncio.sleep(1.0)
+            worst, _ = await poller.worst(started + elapsed, time.monotonic())
+            result = Result(f"{CATALOG_TOOLS:,} tools")
+            result.expect(elapsed <= CATALOG_START_S, f"took {elapsed:.0f} s > {CATALOG_START_S:g} s")
+            result.expect(rss <= CATALOG_MEMORY_MB, f"RSS {rss:.0f} MB > {CATALOG_MEMORY_MB:g} MB")
+            rows.append(_row(f"MCP: {CATALOG_TOOLS:,}-tool catalog starts", result, elapsed, worst, 0.0, rss))
+            bench = Bench(http, Upstream(), port)
+            before, begun = rss_mb(gateway.pid), time.monotonic()
+            status, text = await bench.chat("storm")
+            while await _big_tools(http) < CATALOG_TOOLS - 1 + STORM:
+                if time.monotonic() - begun > 120:
+                    break
+                await asyncio.sleep(0.1)
+            took = time.monotonic() - begun
+            worst, answered = await poller.worst(begun, begun + took)
+            result = judged([(status, text)], 200)
+            result.status += f", {await _big_tools(http):,} tools after"
+            result.expect(answered, "/healthz did not answer 200").expect(took <= 30, f"took {took:.0f} s > 30 s")
+            result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
+            name = f"MCP: {STORM} list_changed on {CATALOG_TOOLS:,} tools"
+            rows.append(_row(name, result, took, worst, before, rss_mb(gateway.pid)))
+    finally:
+        if poller is not None:
+            poller.close()
+        gateway.terminate()
+        gateway.wait(15)
+    return rows
+
+
+def _row(name: str, result: Result, elapsed: float, worst: float, before: float, after: float) -> list[str]:
+    verdict = "FAIL: " + "; ".join(result.problems) if result.problems else "ok"
+    return [name, result.status, f"{elapsed:.2f}", f"{worst * 1000:.0f}", f"{before:.0f} -> {after:.0f}", verdict]
+
+
+# ---- end of the bounded-work block ----
 
 
 POLLER = """
@@ -623,11 +754,14 @@ async def main() -> int:
             for _ in range(3):  # warm-up: imports, connections, the search index's first use
                 await bench.chat("discover")
             start_rss = rss_mb(gateway.pid)
+            bounded = {name for name, _, _ in bounded_work_probes(bench)}
             for probe in probes(bench):
-                if args.only in probe[0]:
+                if args.only in probe[0] or (args.only == BOUNDED and probe[0] in bounded):
                     rows.append(await run_probe(bench, poller, gateway.pid, probe))
             end_rss = rss_mb(gateway.pid)
         poller.close()
+        if args.only in CATALOG_ROWS or args.only == BOUNDED:
+            rows.extend(await catalog_rows(upstream_port, log_path.parent))
     finally:
         gateway.terminate()
         gateway.wait(15)

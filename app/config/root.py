@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from app.config.base import Strict
 from app.config.discovery import ToolDiscoveryConfig
-from app.config.mcp import McpFrontConfig, McpServerConfig, ToolSetConfig
+from app.config.mcp import McpFrontConfig, McpLimitsConfig, McpServerConfig, ToolSetConfig
 from app.config.providers import ModelConfig, ProviderConfig
 from app.config.secrets import config_secrets
 from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
@@ -20,6 +20,7 @@ class Config(Strict):
     default_provider: str | None = None
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    mcp_limits: McpLimitsConfig = Field(default_factory=lambda: McpLimitsConfig())
     tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
