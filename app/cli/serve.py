@@ -54,7 +54,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         )
         uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
         return 0
-    uvicorn.run(create_app(build_gateway(config)), log_config=None, **options)
+    uvicorn.run(create_app(build_gateway(config, own_process=True)), log_config=None, **options)
     return 0
 
 
@@ -63,7 +63,7 @@ def demo(config: Config, args: argparse.Namespace) -> int:
     from app.demo.launch import with_demo_model
     from app.demo.server import DemoModel
 
-    model = DemoModel().start()
+    model = DemoModel(max_body_bytes=config.max_request_bytes).start()
     print(
         f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
         "(no API key; `make run` uses the real providers)",
@@ -80,4 +80,4 @@ def worker_app() -> Any:
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = load_or_exit(os.environ["TOOLSIFT_CONFIG"])
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
-    return create_app(build_gateway(config))
+    return create_app(build_gateway(config, own_process=True))

@@ -20,6 +20,7 @@ from app.config.loading import ConfigError, load_config, parse_config
 from app.config.mcp import (
     ExcludeSpec,
     McpFrontConfig,
+    McpLimitsConfig,
     McpServerConfig,
     RunTaskConfig,
     ServerSelection,
@@ -41,6 +42,7 @@ __all__ = [
     "EmbeddingEndpointConfig",
     "ExcludeSpec",
     "McpFrontConfig",
+    "McpLimitsConfig",
     "McpServerConfig",
     "ModelConfig",
     "ProviderConfig",

@@ -70,6 +70,9 @@ class ToolDiscoveryConfig(Strict):
     load_related: int = Field(
         LOAD_RELATED_DEFAULT, ge=0, le=SEARCH_RESULTS_HARD_CAP, description="related tools loaded per found tool"
     )
+    client_index_cache_mb: int = Field(
+        64, ge=0, description="indexes of callers' deferred tool lists kept, each list indexed once (MiB)"
+    )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
     auto_defer_client_tools: AutoDeferConfig | None = None
 

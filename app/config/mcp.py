@@ -61,6 +61,18 @@ class McpServerConfig(BaseModel):
         return self.transport
 
 
+class McpLimitsConfig(Strict):
+    """What the gateway takes from one MCP server's tool listing: a server is untrusted input like any caller."""
+
+    max_tools_per_server: int = Field(1000, ge=1, description="tools past this many in a listing are dropped")
+    max_name_chars: int = Field(128, ge=1, description="a tool with a longer name is dropped")
+    max_description_chars: int = Field(4096, ge=64, description="longer tool descriptions are cut")
+    max_schema_bytes: int = Field(65536, ge=256, description="a tool whose input schema is larger is dropped")
+    rebuild_interval_seconds: float = Field(
+        1.0, ge=0, description="tool-list changes within this interval cost one catalog rebuild"
+    )
+
+
 class ExcludeSpec(Strict):
     exclude: list[str]
 

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from app.config.base import Strict
 from app.config.discovery import ToolDiscoveryConfig
-from app.config.mcp import McpFrontConfig, McpServerConfig, ToolSetConfig
+from app.config.mcp import McpFrontConfig, McpLimitsConfig, McpServerConfig, ToolSetConfig
 from app.config.providers import ModelConfig, ProviderConfig
 from app.config.secrets import config_secrets
 from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
@@ -20,6 +20,7 @@ class Config(Strict):
     default_provider: str | None = None
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    mcp_limits: McpLimitsConfig = Field(default_factory=lambda: McpLimitsConfig())
     tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
@@ -29,6 +30,8 @@ class Config(Strict):
     mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
     console: ConsoleConfig = Field(default_factory=lambda: ConsoleConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
+    max_tool_calls_per_round: int = Field(32, ge=1, le=10_000, description="calls of one reply run; the rest: errors")
+    max_searches_per_request: int = Field(16, ge=1, le=10_000, description="search_tools calls run in one request")
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
     tool_call_timeout: float = Field(60.0, gt=0)
@@ -89,6 +92,12 @@ class Config(Strict):
         for server in self.tool_hints:
             if server not in self.mcp_servers:
                 problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(self.mcp_servers)}")
+        if "*" in self.cors_origins and not self.auth.api_keys:
+            problems.append(
+                'cors_origins: "*" lets every web page a user opens call this gateway, and without auth.api_keys '
+                "any page could use its models and tools with nothing to stop it: set auth.api_keys, or list the "
+                "origins that may call it"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -6,6 +6,8 @@ from pydantic import Field
 
 from app.config.base import Strict
 
+PER_IDENTITY = "one caller's share of the in-memory store (none: the whole store); over it, its oldest go first"
+
 
 class AuthConfig(Strict):
     api_keys: list[str] = Field(default_factory=list)
@@ -24,6 +26,7 @@ class SessionConfig(Strict):
     ttl_seconds: float = Field(3600.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
     max_bytes: int = Field(16 * 1024 * 1024, ge=4096, description="in-memory store's size bound, oldest out first")
+    max_bytes_per_identity: int | None = Field(None, ge=4096, description=PER_IDENTITY)
     max_tools: int = Field(256, ge=1, description="tool names remembered per session, the latest kept")
     redis_url: str | None = None
 
@@ -35,3 +38,4 @@ class ResponsesStoreConfig(Strict):
     ttl_seconds: float = Field(86_400.0, gt=0)
     max_responses: int = Field(10_000, ge=1)
     max_bytes: int = Field(256 * 1024 * 1024, ge=4096, description="in-memory store's size bound, oldest out first")
+    max_bytes_per_identity: int | None = Field(None, ge=4096, description=PER_IDENTITY)

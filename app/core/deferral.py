@@ -9,10 +9,11 @@ rebuild, since a server that connects late or lists new tools can tip the balanc
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from app import tokens
@@ -31,6 +32,7 @@ class Deferral:
     threshold: int
     servers: Mapping[str, ServerDeferral]
     auto_tokens: Mapping[str, int] = field(default_factory=dict)  # per listed server that "auto" decides
+    estimated: frozenset[str] = frozenset()  # servers whose tools were too large to count exactly
 
     @property
     def auto_total(self) -> int:
@@ -45,11 +47,13 @@ def decide_deferral(config: Config, definitions: Mapping[str, list[dict[str, Any
         off = ServerDeferral(False, "tool_discovery.enabled is false")
         return Deferral(discovery.defer, threshold, {name: off for name in config.mcp_servers})
     undecided = [name for name, server in config.mcp_servers.items() if server.defer_loading is None]
-    auto_tokens = (
-        {name: _tokens(definitions[name]) for name in undecided if name in definitions}
+    texts = (
+        {name: _text(definitions[name]) for name in undecided if name in definitions}
         if discovery.defer == "auto"
         else {}
     )
+    auto_tokens = {name: _tokens(text) for name, text in texts.items()}
+    estimated = frozenset(name for name, text in texts.items() if len(text) > MAX_COUNTED_CHARS)
     total = sum(auto_tokens.values())
     servers: dict[str, ServerDeferral] = {}
     for name, server in config.mcp_servers.items():
@@ -59,18 +63,44 @@ def decide_deferral(config: Config, definitions: Mapping[str, list[dict[str, Any
             servers[name] = ServerDeferral(discovery.defer == "all", f'tool_discovery.defer: "{discovery.defer}"')
         else:
             own = f"{auto_tokens[name]:,} tokens" if name in auto_tokens else "not listed yet"
+            own = f"about {own}, estimated" if name in estimated else own
             sign = ">" if total > threshold else "<="
             reason = f"auto: {total:,} tokens of tools without defer_loading {sign} {threshold:,} (this server: {own})"
             servers[name] = ServerDeferral(total > threshold, reason)
-    return Deferral(discovery.defer, threshold, servers, auto_tokens)
+    return Deferral(discovery.defer, threshold, servers, auto_tokens, estimated)
 
 
-def _tokens(definitions: list[dict[str, Any]]) -> int:
-    return _count(json.dumps(definitions, ensure_ascii=False, separators=(",", ":"))) if definitions else 0
+# Past this many characters of definitions a server's tokens are estimated (four characters a token): exact
+# counting is pure Python, and a server listing thousands of tools is far past any threshold anyway.
+MAX_COUNTED_CHARS = 256 * 1024
+_COUNTS_KEPT = 256
+_counts: dict[bytes, int] = {}  # digest of a server's definitions -> tokens: 256 small keys, not 256 listings
+_counts_lock = threading.Lock()  # catalogs are built in a worker thread
 
 
-@lru_cache(maxsize=256)
+def _text(definitions: list[dict[str, Any]]) -> str:
+    """The definitions as sent (compact JSON), encoded a tool at a time: one `json.dumps` of thousands of tools
+    holds the interpreter lock, and so the event loop, for as long as it runs."""
+    if not definitions:
+        return ""
+    return "[" + ",".join(json.dumps(item, ensure_ascii=False, separators=(",", ":")) for item in definitions) + "]"
+
+
+def _tokens(text: str) -> int:
+    if not text:
+        return 0
+    return (len(text) + 3) // 4 if len(text) > MAX_COUNTED_CHARS else _count(text)
+
+
 def _count(text: str) -> int:
-    """A server's tools are counted again only when they change: every rebuild decides afresh, and tokenising
-    thousands of tools on the event loop at each one would stall it."""
-    return tokens.count_text(text)
+    """A server's tools are counted again only when they change: every rebuild decides afresh."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _counts_lock:
+        found = _counts.get(key)
+    if found is None:
+        found = tokens.count_text(text)
+        with _counts_lock:
+            if len(_counts) >= _COUNTS_KEPT:
+                _counts.pop(next(iter(_counts)))
+            _counts[key] = found
+    return found

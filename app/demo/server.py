@@ -1,6 +1,10 @@
 """The demo model over HTTP: OpenAI's chat completions, plain and streamed (SSE, usage when asked), served by its
 own uvicorn on a free loopback port in a background thread, so the gateway reaches it exactly as it reaches a
-real provider."""
+real provider.
+
+That port is as reachable as the gateway's own, from a browser page too, so it stands behind the same edge
+(app/server/edge.py: foreign origins, rebound host names and non-JSON bodies refused before any work) and the
+same body limit (the gateway's `max_request_bytes`)."""
 
 from __future__ import annotations
 
@@ -18,29 +22,48 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from app.demo.model import Reply, respond
-from app.errors import error_body
+from app.errors import GatewayError, error_body
+from app.server.edge import EdgeGuard, JsonBodies
+from app.server.serve import read_body
 
 MODEL_NAME = "toolsift-demo"
+MAX_BODY_BYTES = 16 * 1024 * 1024  # the gateway's own default max_request_bytes
 
 
-def create_model_app() -> Starlette:
+def create_model_app(max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
+    """The model's routes, its body read under `max_body_bytes`."""
+
+    async def complete(request: Request) -> Response:
+        length = request.headers.get("content-length")
+        try:
+            raw = await read_body(request, length, max_body_bytes)
+        except GatewayError as exc:
+            return JSONResponse(error_body(exc.message, exc.type, code=exc.code), status_code=exc.status)
+        return _complete(raw)
+
     return Starlette(
         routes=[
-            Route("/v1/chat/completions", _complete, methods=["POST"]),
+            Route("/v1/chat/completions", complete, methods=["POST"]),
             Route("/v1/models", _models, methods=["GET"]),
         ]
     )
+
+
+def guarded_model_app(max_body_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
+    """The model app behind the gateway's edge: what its port serves."""
+    return EdgeGuard(JsonBodies(create_model_app(max_body_bytes)), cors_origins=[], keyed=False)
 
 
 async def _models(request: Request) -> JSONResponse:
     return JSONResponse({"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "toolsift"}]})
 
 
-async def _complete(request: Request) -> Response:
+def _complete(raw: bytes) -> Response:
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except ValueError:
         return JSONResponse(error_body("The body is not valid JSON.", "invalid_request_error"), status_code=400)
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -97,12 +120,13 @@ def _chunks(head: dict[str, Any], reply: Reply, finish: str, usage: dict[str, in
 class DemoModel:
     """The demo model served in a background thread of this process; `base_url` is what a provider points at."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._socket = socket.socket()
         self._socket.bind((host, 0))  # bound here and handed to uvicorn, so no other process can take the port
         self.port: int = self._socket.getsockname()[1]
         self.host = host
-        config = uvicorn.Config(create_model_app(), host=host, port=self.port, log_level="warning", access_log=False)
+        app = guarded_model_app(max_body_bytes)
+        config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="demo-model", daemon=True)
 

@@ -1,15 +1,26 @@
 """Discovery (index, manifest) kept per catalog version and toolset, so requests never rebuild it, and the
 manifest groups a catalog's deferred tools make: every front and command that searches MCP tools gets them here.
+
+A request's own deferred tools are indexed once per distinct tool list (clients such as Claude Code send the same
+list every turn) and kept in a cache bounded in bytes. Both caches may be filled from a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 
 from app.core.catalog import Catalog, ToolEntry
+from app.discovery.index import CLIENT_INDEX_CHARS, CLIENT_STEM_BUDGET, stem_budget
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery
 from app.discovery.semantic import SemanticSearch
+
+CLIENT_CACHE_BYTES = 64 * 1024 * 1024
+VERSIONS_KEPT = 2  # the catalog requests use and the one being prepared beside it
 
 
 class DiscoveryCache:
@@ -22,30 +33,115 @@ class DiscoveryCache:
         manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
         semantic: SemanticSearch | None = None,
         everything: bool = False,
+        client_cache_bytes: int = CLIENT_CACHE_BYTES,
     ) -> None:
         self.manifest_max_tokens = manifest_max_tokens
         self.semantic = semantic
         self.everything = everything
-        self._version = -1
-        self._by_tool_set: dict[str | None, Discovery | None] = {}
+        self._lock = threading.Lock()
+        self._versions: dict[int, dict[str | None, Discovery | None]] = {}
+        self.clients = ClientDiscoveries(client_cache_bytes)
+
+    def ready(self, catalog: Catalog, tool_set: str | None) -> bool:
+        """Whether `get` would answer from the cache, without building."""
+        with self._lock:
+            return tool_set in self._versions.get(catalog.version, {})
 
     def get(self, catalog: Catalog, tool_set: str | None, mcp: list[ToolEntry]) -> Discovery | None:
         """The discovery of `tool_set`, whose MCP tools (loaded and deferred) are `mcp`."""
-        if catalog.version != self._version:
-            self._version, self._by_tool_set = catalog.version, {}
-        if tool_set not in self._by_tool_set:
-            searchable = [entry for entry in mcp if entry.deferred or self.everything]
-            loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
-            self._by_tool_set[tool_set] = (
-                Discovery.build(
-                    mcp_groups(catalog, searchable, loaded),
-                    self.manifest_max_tokens,
-                    semantic=self.semantic,
+        with self._lock:
+            built = self._versions.get(catalog.version, {})
+            if tool_set in built:
+                return built[tool_set]
+        searchable = [entry for entry in mcp if entry.deferred or self.everything]
+        loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
+        discovery = (
+            Discovery.build(mcp_groups(catalog, searchable, loaded), self.manifest_max_tokens, semantic=self.semantic)
+            if searchable
+            else None
+        )
+        with self._lock:
+            built = self._versions.setdefault(catalog.version, {})
+            discovery = built.setdefault(tool_set, discovery)
+            for old in sorted(self._versions)[:-VERSIONS_KEPT]:
+                del self._versions[old]
+        return discovery
+
+    def with_client_tools(
+        self, catalog: Catalog, tool_set: str | None, base: Discovery | None, group: ManifestGroup
+    ) -> Discovery:
+        """`base` plus a request's deferred tools, indexed once per distinct list of them."""
+        key = (catalog.version, tool_set, group.label, group.summary, _digest(group.tools))
+        found = self.clients.get(key)
+        if found is None:
+            with stem_budget(CLIENT_STEM_BUDGET):
+                found = (
+                    base.with_group(group, CLIENT_INDEX_CHARS)
+                    if base
+                    else Discovery.build([group], semantic=self.semantic, max_chars=CLIENT_INDEX_CHARS)
                 )
-                if searchable
-                else None
-            )
-        return self._by_tool_set[tool_set]
+            self.clients.put(key, found, client_bytes(group.tools, found))
+        return found
+
+
+def _digest(entries: Sequence[ToolEntry]) -> bytes:
+    """What identifies a list of client tools: everything of theirs a discovery shows or searches. Hashed a tool at
+    a time: one `json.dumps` of megabytes would hold the interpreter lock, and so the event loop, throughout."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        content = [entry.name, entry.description, entry.parameters, entry.definition, entry.tokens]
+        if entry.native is not None:
+            content += [entry.native.format, entry.native.value]
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.digest()
+
+
+def client_bytes(entries: Sequence[ToolEntry], discovery: Discovery) -> int:
+    """About what an indexed list of client tools holds: their definitions, held twice (entry and wire form), and
+    its index, measured at under 4 KB per distinct word (postings, IDF, the server document's postings)."""
+    definitions = sum(
+        len(json.dumps(entry.definition, ensure_ascii=False, separators=(",", ":"), default=str)) for entry in entries
+    )
+    words = discovery.index.parts[-1].word_count  # the client tools are the last part
+    return 2 * definitions + 4096 * words + 1024 * len(entries)
+
+
+Key = tuple[int, str | None, str, str, bytes]
+
+
+class ClientDiscoveries:
+    """Least recently used client-tool discoveries within `max_bytes`; one larger than a quarter of it is not kept."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Key, tuple[Discovery, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Key) -> Discovery | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key: Key, discovery: Discovery, size: int) -> None:
+        if size > self.max_bytes // 4:
+            return
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = (discovery, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.bytes -= dropped
 
 
 def mcp_groups(catalog: Catalog, deferred: list[ToolEntry], loaded: Iterable[ToolEntry] = ()) -> list[ManifestGroup]:

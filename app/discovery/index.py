@@ -12,11 +12,12 @@ server's) name earns an unsaturated bonus.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -50,13 +51,68 @@ _FORMATS = {
 _PLACES = frozenset({"root", "home", "tmp", "users"})  # folders that say nothing about the task
 
 
-@lru_cache(maxsize=65536)
+# Budgets: the stemmer is pure Python and its cost grows with a word's length (a 1 MB "word" took minutes), and
+# every word a caller or a server sends would otherwise be a key of the cache below. No English word is longer
+# than MAX_STEM_CHARS: longer ones are kept as they are (cut to MAX_WORD_CHARS), neither stemmed nor cached, so
+# the cache holds at most WORD_CACHE_SIZE words of at most MAX_STEM_CHARS characters (about 10 MB at worst).
+# A field of a tool is read up to MAX_FIELD_CHARS: past that, a description adds cost, not findability. Indexing
+# a caller's tools may stem at most CLIENT_STEM_BUDGET words the cache does not know (see `stem_budget`).
+MAX_STEM_CHARS = 32
+MAX_WORD_CHARS = 64
+WORD_CACHE_SIZE = 32768
+MAX_FIELD_CHARS = 4096
+CLIENT_STEM_BUDGET = 8192
+# A caller's tools are read up to CLIENT_INDEX_CHARS of descriptions in all, shared out so that short descriptions
+# are read whole and long ones get equal shares of the rest: the index of 512 long made-up descriptions held 200 MB.
+CLIENT_INDEX_CHARS = 128 * 1024
+MIN_FIELD_CHARS = 256
+
+_words: dict[str, tuple[str, ...]] = {}  # word -> index words; the oldest goes first when full
+_budget: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("stem_budget", default=None)
+
+
+@contextlib.contextmanager
+def stem_budget(words: int) -> Iterator[None]:
+    """Within this block at most `words` new words are stemmed; past that, a word the cache does not know is
+    indexed lower-cased only (and not cached): a caller's thousands of made-up words cost a bounded time."""
+    token = _budget.set([words])
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
 def _normalise(word: str) -> tuple[str, ...]:
+    if len(word) > MAX_STEM_CHARS:
+        word = word[:MAX_WORD_CHARS].lower()
+        return _bigrams(word) if _CJK.search(word) else (word,)
+    found = _words.get(word)
+    if found is not None:
+        return found
+    budget = _budget.get()
+    if budget is not None:
+        if budget[0] <= 0:
+            lower = word.lower()
+            return () if lower in STOP_WORDS else _bigrams(lower) if _CJK.search(lower) else (lower,)
+        budget[0] -= 1
+    found = _normalise_word(word)
+    if len(_words) >= WORD_CACHE_SIZE:
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted it first
+            del _words[next(iter(_words))]
+    _words[word] = found
+    return found
+
+
+def _bigrams(word: str) -> tuple[str, ...]:
+    return tuple(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+
+
+def _normalise_word(word: str) -> tuple[str, ...]:
     word = word.lower()
     if word in STOP_WORDS:
         return ()
     if _CJK.search(word):
-        return tuple(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+        return _bigrams(word)
     return (_STEMMER.stemWord(word),)
 
 
@@ -91,19 +147,46 @@ def _describe_location(match: re.Match[str]) -> str:
     return f" {' '.join(words)} "
 
 
-def tool_fields(entry: ToolEntry, server_text: str = "") -> dict[str, list[str]]:
+def shares(lengths: Sequence[int], total: int) -> list[int]:
+    """How many characters of each text to read, `total` in all: short texts whole, long ones equal shares."""
+    caps = [0] * len(lengths)
+    left, remaining = total, len(lengths)
+    for position in sorted(range(len(lengths)), key=lengths.__getitem__):
+        caps[position] = min(lengths[position], left // remaining)
+        left -= caps[position]
+        remaining -= 1
+    return caps
+
+
+def tool_fields(entry: ToolEntry, server_text: str = "", max_chars: int = MAX_FIELD_CHARS) -> dict[str, list[str]]:
+    """A tool's words per field, each field read up to `max_chars` (at most MAX_FIELD_CHARS)."""
+    max_chars = min(max_chars, MAX_FIELD_CHARS)
     properties = entry.parameters.get("properties") or {}
-    parameter_text = " ".join(
-        f"{name} {spec.get('description', '') if isinstance(spec, dict) else ''}" for name, spec in properties.items()
-    )
-    return {
-        "server": tokenize(entry.server or ""),
-        "name": tokenize(entry.original_name),
-        "description": tokenize(entry.description),
-        "parameters": tokenize(parameter_text),
-        "hint": tokenize(entry.search_hint),
-        "server_text": tokenize(server_text),
+    parameter_text = _parameter_text(properties if isinstance(properties, dict) else {})
+    fields = {
+        "server": entry.server or "",
+        "name": entry.original_name,
+        "description": entry.description,
+        "parameters": parameter_text,
+        "hint": entry.search_hint,
+        "server_text": server_text,
     }
+    other = max(max_chars, MIN_FIELD_CHARS)  # a tool's name and parameters are read even when its share is small
+    return {name: tokenize(text[: max_chars if name == "description" else other]) for name, text in fields.items()}
+
+
+def _parameter_text(properties: dict[str, Any]) -> str:
+    """Parameter names and descriptions, gathered only up to MAX_FIELD_CHARS (a schema can be megabytes)."""
+    parts: list[str] = []
+    size = 0
+    for name, spec in properties.items():
+        description = spec.get("description", "") if isinstance(spec, dict) else ""
+        part = f"{name} {description if isinstance(description, str) else ''}"
+        parts.append(part[: MAX_FIELD_CHARS - size])
+        size += len(part) + 1
+        if size >= MAX_FIELD_CHARS:
+            break
+    return " ".join(parts)
 
 
 FIELD_LABELS = {"server_text": "server description"}
@@ -131,13 +214,23 @@ class ToolIndex:
         server_text: Mapping[str, str] | None = None,
         reference: ToolIndex | None = None,
         params: SearchParams = DEFAULT_PARAMS,
+        max_chars: int | None = None,
     ) -> None:
         """With a `reference` index, word statistics (document frequencies, field lengths) are taken as if both
-        were one collection, so scores from the two can be merged: a few client tools beside thousands."""
+        were one collection, so scores from the two can be merged: a few client tools beside thousands. With
+        `max_chars`, the tools' descriptions are read up to that many characters in all (see `shares`)."""
         self.params = params
         self.entries = list(entries)
         server_text = server_text or {}
-        documents = [tool_fields(entry, server_text.get(entry.server or "", "")) for entry in self.entries]
+        caps = (
+            shares([len(entry.description) for entry in self.entries], max_chars)
+            if max_chars is not None
+            else [MAX_FIELD_CHARS] * len(self.entries)
+        )
+        documents = [
+            tool_fields(entry, server_text.get(entry.server or "", ""), cap)
+            for entry, cap in zip(self.entries, caps, strict=True)
+        ]
         average = (
             reference.average
             if reference is not None
@@ -191,6 +284,11 @@ class ToolIndex:
     @property
     def parts(self) -> tuple[ToolIndex, ...]:
         return (self,)
+
+    @property
+    def word_count(self) -> int:
+        """Distinct index words: what the index's size grows with."""
+        return len(self._tools.arrays)
 
     def name_distinctiveness(self, entry: ToolEntry) -> float:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""

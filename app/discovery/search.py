@@ -80,9 +80,11 @@ class Discovery:
         reference: ToolIndex | None = None,
         semantic: SemanticSearch | None = None,
         params: SearchParams = DEFAULT_PARAMS,
+        max_chars: int | None = None,
     ) -> Discovery:
+        """`max_chars` bounds the description text indexed in all (a caller's tools: see ToolIndex)."""
         entries = [entry for group in groups for entry in group.tools]
-        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params)
+        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params, max_chars)
         if semantic is not None:
             # The gateway embeds the tools it serves. A client's own tools, chosen by the caller and different
             # in every request, are not: embedding them would let any caller spend the gateway's CPU.
@@ -104,11 +106,13 @@ class Discovery:
             always_loaded=_always_loaded(groups),
         )
 
-    def with_group(self, group: ManifestGroup) -> Discovery:
+    def with_group(self, group: ManifestGroup, max_chars: int | None = None) -> Discovery:
         """This discovery plus one more (small) group, indexed on its own and searched together with this one."""
         reference = self.index if isinstance(self.index, ToolIndex) else None
         params = reference.params if reference is not None else DEFAULT_PARAMS
-        extra = Discovery.build([group], reference=reference, semantic=self.semantic, params=params)
+        extra = Discovery.build(
+            [group], reference=reference, semantic=self.semantic, params=params, max_chars=max_chars
+        )
         groups = (*self.groups, group)
         manifest = f"{self.manifest}\n{extra.manifest}"
         by_original = {name: list(found) for name, found in self.by_original_name.items()}

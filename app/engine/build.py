@@ -18,10 +18,13 @@ from app.engine.gateway import Gateway
 Purpose = Literal["serve", "mcp", "inspect"]
 
 
-def build_gateway(config: Config, mcp_targets: dict[str, Any] | None = None) -> Gateway:
+def build_gateway(config: Config, mcp_targets: dict[str, Any] | None = None, *, own_process: bool = False) -> Gateway:
     """The gateway for `config`: MCP connections, providers, search, caches, stores (`mcp_targets` replaces the
-    configured servers' transports, for tests)."""
-    return Gateway(config, mcp_targets)
+    configured servers' transports, for tests). With `own_process`, the gateway is what the process is for, and
+    what it builds to last is frozen out of the garbage collector's full passes (see Gateway.freeze_heap)."""
+    gateway = Gateway(config, mcp_targets)
+    gateway.freeze_heap = own_process
+    return gateway
 
 
 @asynccontextmanager

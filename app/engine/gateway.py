@@ -8,6 +8,7 @@ found before), run the loop, count its events, remember what it found. The serve
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 
 from app import redaction
 from app.config import Config
-from app.core.catalog import select_mcp_tools
+from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
@@ -29,6 +30,7 @@ from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
+from app.errors import RequestRefused
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
@@ -59,13 +61,21 @@ class Gateway:
         ones of the same name."""
         self.config = config
         self.started = False
+        # A full garbage collection holds the interpreter lock while it scans every object, so a heap holding a
+        # large catalog and its index stalled the event loop 300 ms at each one (and a worker thread's indexing
+        # triggers them). With `freeze_heap` (a process that is this gateway), what start-up and each catalog
+        # rebuild built is moved out of those scans; it is still freed when nothing refers to it.
+        self.freeze_heap = False
         self._secrets = guard_secrets(config.secrets())
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
         self.router = Router(config, providers)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
-        self.discovery = DiscoveryCache(config.tool_discovery.manifest_max_tokens, self.semantic)
+        discovery = config.tool_discovery
+        self.discovery = DiscoveryCache(
+            discovery.manifest_max_tokens, self.semantic, client_cache_bytes=discovery.client_index_cache_mb << 20
+        )
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions)
@@ -73,16 +83,26 @@ class Gateway:
 
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
+        self.mcp.preparers.append(self._prepare_discovery)
+        self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
-        self._prepare_discovery()
-        self.mcp.listeners.append(self._prepare_discovery)
+        self._tools_changed()
         self.started = True
 
-    def _prepare_discovery(self) -> None:
-        """Build the index and manifest (and queue the tools for embedding) now, at start-up or after a catalog
-        change, rather than in the first request that needs them (a few hundred ms on 2 cores)."""
-        catalog = self.mcp.catalog
-        self.discovery.get(catalog, None, select_mcp_tools(catalog, self.config, None))
+    def _prepare_discovery(self, catalog: Catalog) -> None:
+        """Build the index and manifest of every toolset for a new catalog, in the worker pool before the catalog
+        is published, rather than on the event loop in the first request that needs them (10,000 tools take
+        seconds)."""
+        for tool_set in [None, *self.config.tool_sets]:
+            try:
+                self.discovery.get(catalog, tool_set, select_mcp_tools(catalog, self.config, tool_set))
+            except RequestRefused:  # a toolset naming tools its server no longer lists: its requests say so
+                continue
+
+    def _tools_changed(self) -> None:
+        self.semantic.track(())  # the new tools were queued for embedding in the pool: start the worker
+        if self.freeze_heap:
+            gc.freeze()
 
     async def stop(self) -> None:
         await self.semantic.aclose()
@@ -109,7 +129,15 @@ class Gateway:
         route = self.router.route(request.model, caller.upstream_key)
         session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
         tools = await self.request_tools(request, session)
-        loop = ChatLoop(route, tools, self.mcp, max_rounds or config.max_rounds, policy=policy)
+        loop = ChatLoop(
+            route,
+            tools,
+            self.mcp,
+            max_rounds or config.max_rounds,
+            config.max_tool_calls_per_round,
+            config.max_searches_per_request,
+            policy=policy,
+        )
         record = RequestRecord()
 
         async def events() -> AsyncGenerator[Event, None]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from app.core.catalog import ToolEntry
 from app.core.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
+from app.discovery.search import shown_name
 from app.engine.events import (
     CallRefused,
     ClientToolCall,
@@ -51,7 +52,10 @@ class ChatLoop:
     tools: RequestTools
     mcp: McpManager
     max_rounds: int
+    max_calls_per_round: int = 32
+    max_searches: int = 16
     rounds: int = 0
+    searches_run: int = 0
     tools_called: list[str] = field(default_factory=list)
     round_limit_reached: bool = False
     policy: CallPolicy | None = None
@@ -145,8 +149,8 @@ class ChatLoop:
         """The client's calls go back to it. Searches beside them still run, so a session remembers what was
         found; MCP calls beside them are left for the model to repeat, since their results could not reach the
         client's history."""
-        for call, kind in zip(calls, kinds, strict=True):
-            if kind is ToolKind.SEARCH:
+        for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
+            if kind is ToolKind.SEARCH and self._over_cap(call, kind, index, len(calls)) is None:
                 await self.tools.prepare(parse_arguments(call)[0].get("query"))
                 yield self._search(call)[1]
         client = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
@@ -161,7 +165,10 @@ class ChatLoop:
         pending: dict[asyncio.Task[tuple[str, bool, float]], tuple[int, str, str]] = {}
         try:
             for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
-                if kind is ToolKind.SEARCH:
+                capped = self._over_cap(call, kind, index, len(calls))
+                if capped is not None:
+                    results[index] = capped
+                elif kind is ToolKind.SEARCH:
                     await self.tools.prepare(parse_arguments(call)[0].get("query"))
                     results[index], event = self._search(call)
                     yield event
@@ -198,6 +205,24 @@ class ChatLoop:
             Message(role="tool", content=truncate(text, limit), tool_call_id=call.id)
             for call, text in zip(calls, results, strict=True)
         )
+
+    def _over_cap(self, call: ToolCall, kind: ToolKind, index: int, count: int) -> str | None:
+        """Why the round's `index`th call (of `count`) is not run, or None (then a search counts against the
+        request's searches): one model reply asks for a bounded amount of work, and the model reads the rest."""
+        if index >= self.max_calls_per_round:
+            return (
+                f"Error: {shown_name(call.name)} was not run: the reply asked for {count} tool calls and this gateway "
+                f"runs at most {self.max_calls_per_round} a round (max_tool_calls_per_round). Call the ones still "
+                "needed in the next reply."
+            )
+        if kind is ToolKind.SEARCH:
+            if self.searches_run >= self.max_searches:
+                return (
+                    f"Error: search_tools was not run: this request already ran {self.max_searches} searches, "
+                    "the most this gateway allows (max_searches_per_request). Use the tools already found."
+                )
+            self.searches_run += 1
+        return None
 
     async def _call_mcp(self, server: str, tool: str, arguments: JsonObject) -> tuple[str, bool, float]:
         started = time.perf_counter()

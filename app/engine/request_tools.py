@@ -33,6 +33,7 @@ from app.discovery.search import (
     scored_tools,
     shown_name,
 )
+from app.offload import off_loop
 
 CLIENT_GROUP = "client"
 
@@ -159,7 +160,7 @@ def prepare_request_tools(
     if deferred_client:
         label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
         group = ManifestGroup(label, "Tools of the calling application", deferred_client)
-        discovery = discovery.with_group(group) if discovery else Discovery.build([group], semantic=cache.semantic)
+        discovery = cache.with_client_tools(catalog, request.tool_set, discovery, group)
     if not enabled:
         discovery = None
     discovery_config = config.tool_discovery
@@ -170,8 +171,13 @@ async def tools_for(
     catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache, remembered: Iterable[str] = ()
 ) -> RequestTools:
     """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
-    already called and a session `remembered`, then what prefetch finds for the latest user message."""
-    tools = prepare_request_tools(catalog, config, request, cache)
+    already called and a session `remembered`, then what prefetch finds for the latest user message. Indexing
+    the client's tools (or a toolset's first discovery) is sized by input: it runs in the worker pool, never on the
+    event loop."""
+    if request.tools or not cache.ready(catalog, request.tool_set):
+        tools = await off_loop(prepare_request_tools, catalog, config, request, cache)
+    else:
+        tools = prepare_request_tools(catalog, config, request, cache)
     tools.load(history_tool_names(request.messages))
     tools.load(request.loaded_tools)
     tools.load(remembered)

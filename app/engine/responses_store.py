@@ -3,8 +3,9 @@
 A stored response belongs to the caller that made it (its `Identity`, the owner in its store key); another
 caller asking for it is told it does not exist. Kept in the keyed store (`app.store`) as JSON bytes, so the
 in-memory store knows its size exactly and Redis holds the same thing. In memory by default, bounded in count
-and bytes (least recently used out first) and expiring; with `sessions.redis_url`, in Redis (one key per
-response, `toolsift:response:<identity>:<id>`, expiring), so replicas behind a load balancer share them.
+and bytes, overall and per caller (the largest caller's least recently used out first) and expiring; with
+`sessions.redis_url`, in Redis (one key per response, `toolsift:response:<identity>:<id>`, expiring), so replicas
+behind a load balancer share them.
 """
 
 from __future__ import annotations
@@ -97,4 +98,5 @@ def _unavailable(exc: StoreUnavailable) -> GatewayError:
 
 
 def response_store(config: ResponsesStoreConfig, redis_url: str | None) -> ResponseStore:
-    return ResponseStore(open_store(redis_url, config.max_responses, config.max_bytes), config.ttl_seconds)
+    store = open_store(redis_url, config.max_responses, config.max_bytes, config.max_bytes_per_identity)
+    return ResponseStore(store, config.ttl_seconds)

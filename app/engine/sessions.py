@@ -85,5 +85,5 @@ def _names(value: bytes | None) -> list[str]:
 
 
 def session_store(config: SessionConfig) -> Sessions:
-    store = open_store(config.redis_url, config.max_sessions, config.max_bytes)
+    store = open_store(config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity)
     return Sessions(store, config.ttl_seconds, config.max_tools)

@@ -27,6 +27,9 @@ _SCOPE_KEY = "toolsift.request_id"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# The console and its admin API show every tool and recent queries: `"*"` in cors_origins never opens them to every
+# page (a listed origin still does).
+OPERATOR_PATHS = ("/admin", "/console")
 
 
 def request_id_of(scope: Scope) -> str:
@@ -84,7 +87,8 @@ class EdgeGuard:
 
         hosts = _values(scope, b"host")
         origins = _values(scope, b"origin")
-        foreign = [origin for origin in origins if not self._origin_allowed(origin, hosts)]
+        operator = any(_under(scope["path"], prefix) for prefix in OPERATOR_PATHS)
+        foreign = [origin for origin in origins if not self._origin_allowed(origin, hosts, operator)]
         if foreign:
             text = f"Origin {foreign[0]!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."
             await refuse(scope, tagged, 403, text, "origin_not_allowed")
@@ -97,9 +101,10 @@ class EdgeGuard:
         else:
             await self.app(scope, receive, tagged)
 
-    def _origin_allowed(self, origin: str, hosts: list[str]) -> bool:
+    def _origin_allowed(self, origin: str, hosts: list[str], operator: bool) -> bool:
+        """Own origin or a listed one; `"*"` stands for any origin except on the operator's paths."""
         normalized = origin.rstrip("/").lower()
-        if self.any_origin or normalized in self.origins:
+        if (self.any_origin and not operator) or normalized in self.origins:
             return True
         try:
             sent = urlsplit(normalized)
@@ -130,6 +135,10 @@ class JsonBodies:
                 await refuse(scope, send, 415, text, "unsupported_media_type")
                 return
         await self.app(scope, receive, send)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def _values(scope: Scope, name: bytes) -> list[str]:

@@ -107,7 +107,7 @@ async def _read_parsed(
 ) -> Parsed:
     """The body, read under the size limit and parsed by the front; a large one is decoded and validated in a
     worker thread (milliseconds of CPU that would otherwise hold the event loop)."""
-    body = await _read_body(request, declared, limit)
+    body = await read_body(request, declared, limit)
     if len(body) > OFF_LOOP_BODY_BYTES:
         return await asyncio.to_thread(parse, body, call)
     return parse(body, call)
@@ -174,7 +174,8 @@ def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | Non
     return None
 
 
-async def _read_body(request: Request, declared: str | None, limit: int) -> bytes:
+async def read_body(request: Request, declared: str | None, limit: int) -> bytes:
+    """The body, refused (413) past `limit` bytes: by its declared length before reading, else as it arrives."""
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     chunks: list[bytes] = []

@@ -1,9 +1,11 @@
 """The in-process store: one least-recently-used map, bounded in entries and in real bytes, overall and per owner.
 
 It holds each entry as its key's name and its value, both bytes, so its byte count is exactly what it holds plus
-`ENTRY_OVERHEAD` an entry (the map slots, the entry record and the bytes objects' headers). The per-owner bound
-keeps one caller from evicting everyone else: a caller over its share loses its own least recently used entries
-first. Expired entries are dropped when read and, like any other, when they reach the old end of the map.
+`ENTRY_OVERHEAD` an entry (the map slots, the entry record and the bytes objects' headers). One caller never
+evicts another's entries: a caller over its own bound (`max_owner_bytes`) loses its own least recently used entries,
+and when the whole store is over a bound the least recently used entry of the largest owner (in bytes) goes, so
+the caller that filled the store pays for it. Expired entries are dropped when read, and first when the store is
+over a bound and the oldest entry has expired.
 """
 
 from __future__ import annotations
@@ -114,7 +116,17 @@ class MemoryStore:
             while owner.bytes > self.max_owner_bytes:
                 self._drop(next(iter(owner.keys)))
         while self._entries and (len(self._entries) > self.max_entries or self.bytes > self.max_bytes):
-            self._drop(next(iter(self._entries)))
+            self._drop(self._victim())
+
+    def _victim(self) -> bytes:
+        """What goes when the whole store is over a bound: its oldest entry when that has expired, otherwise the
+        least recently used entry of the owner holding the most bytes."""
+        oldest = next(iter(self._entries))
+        expires = self._entries[oldest].expires
+        if expires is not None and self._clock() >= expires:
+            return oldest
+        largest = max(self._owners.values(), key=_held)
+        return next(iter(largest.keys))
 
     def _drop(self, name: bytes) -> None:
         found = self._entries.pop(name, None)
@@ -126,6 +138,10 @@ class MemoryStore:
         self.bytes -= found.size
         if not owner.keys:
             del self._owners[owner.name]
+
+
+def _held(owner: _Owner) -> int:
+    return owner.bytes
 
 
 def _name(key: Key) -> bytes:

@@ -11,7 +11,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import jsonschema
 import mcp_types
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import Tool, ToolResult
@@ -22,6 +21,7 @@ from app.discovery.search import Discovery, prepare_query, run_search
 from app.engine.request_tools import RequestTools, ToolKind
 from app.mcp.client.connections import McpManager
 from app.redaction import redact
+from app.schema_check import first_error
 
 CALL_TOOL_NAME = "call_tool"
 PROXY_NOTE = "These tools are callable through call_tool."
@@ -132,14 +132,11 @@ class ProxyCall(Tool):
         tool_arguments = arguments.get("arguments") or {}
         if not isinstance(tool_arguments, dict):
             return ToolResult(content="Error: 'arguments' must be an object.", is_error=True)
-        try:
-            jsonschema.validate(tool_arguments, entry.parameters)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(part) for part in exc.absolute_path) or "arguments"
+        error = first_error(tool_arguments, entry.parameters)  # a broken schema is the backend's to enforce
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "arguments"
             return ToolResult(
-                content=f"Error: invalid arguments for {entry.name} at {where}: {exc.message}. Nothing was run.",
+                content=f"Error: invalid arguments for {entry.name} at {where}: {error.message}. Nothing was run.",
                 is_error=True,
             )
-        except jsonschema.SchemaError:
-            pass  # a backend's broken schema is the backend's to enforce
         return await forward(self._manager, entry, tool_arguments)

@@ -25,7 +25,9 @@ from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHt
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog, build_catalog, unknown_always_load
+from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
+from app.offload import off_loop
 from app.redaction import redact
 
 log = logging.getLogger("toolsift.mcp")
@@ -85,6 +87,10 @@ class ServerConnection:
         self.state = ServerState.DISABLED if config.disabled else ServerState.CONNECTING
         self.error: str | None = None
         self.tools: list[mcp_types.Tool] = []
+        self.notes: list[str] = []  # what the listing limits cut or dropped, for /healthz
+        self._fingerprint = b""
+        self._limits = settings.mcp_limits
+        self._listed_at = -float("inf")
         self.startup_timeout = config.startup_timeout or settings.mcp_startup_timeout
         self.tool_timeout = config.tool_timeout or settings.tool_call_timeout
         self._ttl = settings.tool_cache_ttl
@@ -130,7 +136,7 @@ class ServerConnection:
         try:
             async with client:
                 self._client = client
-                self._listed(await client.list_tools())
+                self._listed(await self._bounded(await client.list_tools()))
                 self.state, self.error = ServerState.UP, None
                 log.info(
                     "mcp server up server=%s transport=%s tools=%d", self.name, self.transport_name, len(self.tools)
@@ -155,17 +161,27 @@ class ServerConnection:
                 await asyncio.wait_for(self._lost_or_refresh(), interval)
             if self._lost.is_set():
                 break
+            # A storm of list_changed costs one listing per interval: the server's notifications are its own to send.
+            await asyncio.sleep(max(0.0, self._listed_at + self._limits.rebuild_interval_seconds - time.monotonic()))
             self._refresh.clear()
-            tools = await client.list_tools()
-            if [tool.model_dump() for tool in tools] != [tool.model_dump() for tool in self.tools]:
-                self._listed(tools)
-                log.info("mcp tools changed server=%s tools=%d", self.name, len(tools))
+            listing = await self._bounded(await client.list_tools())
+            if listing.fingerprint != self._fingerprint:
+                self._listed(listing)
+                log.info("mcp tools changed server=%s tools=%d", self.name, len(listing.tools))
                 self._on_tools()
         self._lost.clear()
 
-    def _listed(self, tools: list[mcp_types.Tool]) -> None:
-        """Take a new listing; `always_load` names it lacks are a warning that says what the server has."""
-        self.tools = tools
+    async def _bounded(self, tools: list[mcp_types.Tool]) -> Listing:
+        """The listing within the limits, checked in the worker pool (thousands of tools are megabytes)."""
+        self._listed_at = time.monotonic()
+        return await off_loop(bounded_listing, tools, self._limits)
+
+    def _listed(self, listing: Listing) -> None:
+        """Take a new listing; what the limits cut, and `always_load` names it lacks, are warnings."""
+        self.tools, self.notes, self._fingerprint = listing.tools, listing.notes, listing.fingerprint
+        for note in listing.notes:
+            log.warning("mcpServers.%s: %s", self.name, note)
+        tools = listing.tools
         unknown = unknown_always_load(self.config, (tool.name for tool in tools))
         if unknown:
             log.warning(
@@ -190,7 +206,7 @@ class ServerConnection:
     def _fail(self, message: str) -> None:
         was_up = self.state is ServerState.UP
         message = redact(message)  # connection errors can quote a URL with its token; /healthz shows this
-        self.state, self.error, self.tools = ServerState.DOWN, message, []
+        self.state, self.error, self.tools, self._fingerprint = ServerState.DOWN, message, [], b""
         log.warning("mcp server down server=%s error=%s", self.name, message)
         self._ready.set()
         if was_up:
@@ -240,21 +256,59 @@ class McpManager:
         self.config = config
         self._on_call = on_call
         self.on_started: Callable[[str, str], None] | None = None  # progress: (server, state) as each one settles
-        self.listeners: list[Callable[[], None]] = []  # called after every catalog rebuild
+        # Run in the worker pool with each new catalog before it is published (indexes, manifests): a request
+        # never finds a catalog whose discovery is still to build.
+        self.preparers: list[Callable[[Catalog], None]] = []
+        self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
         self.connections = {
-            name: ServerConnection(name, server, config, self._rebuild, (targets or {}).get(name))
+            name: ServerConnection(name, server, config, self._changed, (targets or {}).get(name))
             for name, server in config.mcp_servers.items()
         }
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
         self.started_at = time.monotonic()
+        self.rebuilds = 0
+        self._dirty = False
+        self._rebuilt_at = -float("inf")
+        self._rebuilding: asyncio.Task[None] | None = None
 
-    def _rebuild(self) -> None:
+    def _changed(self) -> None:
+        """A server's tools changed: rebuild now, or once at the end of the interval if one just ran, so a storm
+        of changes costs one rebuild per `rebuild_interval_seconds`."""
+        self._dirty = True
+        if self._rebuilding is None or self._rebuilding.done():
+            self._rebuilding = asyncio.create_task(self._rebuild_while_dirty(), name="mcp:rebuild")
+
+    async def _rebuild_while_dirty(self) -> None:
+        interval = self.config.mcp_limits.rebuild_interval_seconds
+        while self._dirty:
+            await asyncio.sleep(max(0.0, self._rebuilt_at + interval - time.monotonic()))
+            self._dirty = False
+            self._rebuilt_at = time.monotonic()
+            await self._rebuild()
+
+    async def _rebuild(self) -> None:
         self._version += 1
         listings = {name: conn.tools for name, conn in self.connections.items() if conn.state is ServerState.UP}
-        self.catalog = build_catalog(self.config, listings, self._version)
+        try:
+            self.catalog = await off_loop(self._build, listings, self._version)
+        except Exception:  # a catalog that cannot be built leaves the last one serving
+            log.exception("mcp catalog rebuild failed")
+            return
+        self.rebuilds += 1
         for listener in self.listeners:
             listener()
+
+    def _build(self, listings: dict[str, list[mcp_types.Tool]], version: int) -> Catalog:
+        catalog = build_catalog(self.config, listings, version)
+        for prepare in self.preparers:
+            prepare(catalog)
+        return catalog
+
+    async def settled(self) -> None:
+        """Wait for the rebuilds that changes so far asked for."""
+        while self._rebuilding is not None and not self._rebuilding.done():
+            await asyncio.shield(self._rebuilding)
 
     async def start(self) -> None:
         async def start_one(connection: ServerConnection) -> None:
@@ -263,8 +317,11 @@ class McpManager:
                 self.on_started(connection.name, connection.state.value)
 
         await asyncio.gather(*(start_one(connection) for connection in self.connections.values()))
+        await self.settled()
 
     async def stop(self) -> None:
+        if self._rebuilding is not None:
+            self._rebuilding.cancel()
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
 
     async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
@@ -312,6 +369,7 @@ class McpManager:
                 "tools": len(conn.tools),
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
+                **({"limits": list(conn.notes)} if conn.notes else {}),
             }
             for name, conn in self.connections.items()
         }

@@ -1,0 +1,28 @@
+"""A small pool of our own for CPU work whose size comes from input: indexing a request's tools, rebuilding the
+catalog after a server's tools change. It keeps that work off the event loop, and it is not asyncio's default pool,
+which token counting and file I/O share: indexing never queues behind them, nor they behind it. Two workers, so a
+flood of such work waits its turn instead of taking every core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+WORKERS = 2
+THREAD_PREFIX = "toolsift-work"
+_pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=THREAD_PREFIX)
+
+
+async def off_loop(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run `function` in the pool (with the caller's context variables: its request's secrets and log fields)."""
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, function, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_pool, call)

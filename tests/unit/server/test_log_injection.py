@@ -1,0 +1,59 @@
+"""A logged value cannot forge a log line: control characters in anything a record carries (a model name from a
+body, a header, a library's message) are escaped, so one record is one line of the text log."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.logs import escape_controls
+from app.server.observability import TextFormatter
+from tests.support import Upstream, chat_body
+
+FORGED = "2026-11-25 12:00:00,000 INFO toolsift.auth admin login ok"
+
+
+@pytest.fixture
+def text_log() -> Iterator[io.StringIO]:
+    """The root logger's lines in the gateway's text format, as `toolsift serve` writes them."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TextFormatter())
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    yield stream
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
+async def test_a_model_name_with_a_newline_stays_on_its_request_line(
+    upstream: Upstream, gateway_factory: Any, text_log: io.StringIO
+) -> None:
+    client, _ = await gateway_factory()
+    response = await client.post("/v1/chat/completions", json=chat_body("hi", model=f"gpt\n{FORGED}\r\x1b[2K"))
+    assert response.status_code == 200, response.text  # an unknown name goes to the default provider
+    lines = text_log.getvalue().splitlines()
+    assert lines and not any(line.startswith(FORGED) for line in lines)
+    request_line = next(line for line in lines if "model=gpt" in line)
+    assert f"model=gpt\\n{FORGED}\\r\\x1b[2K" in request_line
+
+
+def test_any_logger_and_any_argument_is_escaped_but_a_traceback_keeps_its_lines(text_log: io.StringIO) -> None:
+    from app.logs import install_log_hooks
+
+    install_log_hooks()
+    logging.getLogger("some.library").warning("peer said %s", f"bye\n{FORGED}\u2028\x85")
+    try:
+        raise ValueError("inner")
+    except ValueError:
+        logging.getLogger("toolsift.x").exception("failed for %r", "x")
+    lines = text_log.getvalue().splitlines()
+    assert lines[0].endswith(f"peer said bye\\n{FORGED}\\u2028\\x85")
+    assert "Traceback (most recent call last):" in lines and lines[-1] == "ValueError: inner"
+    assert escape_controls("tab\there") == "tab\\there" and escape_controls("a\nb", keep_newlines=True) == "a\nb"
