@@ -26,3 +26,15 @@ async def off_loop(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) 
     context = contextvars.copy_context()
     call = functools.partial(context.run, function, *args, **kwargs)
     return await asyncio.get_running_loop().run_in_executor(_pool, call)
+
+
+class Lane:
+    """At most `width` jobs of one kind in the pool at once; the rest wait here, on the event loop, not in the
+    pool's queue, so a flood of one kind (token counts) never delays another kind's work (indexing)."""
+
+    def __init__(self, width: int) -> None:
+        self._slots = asyncio.Semaphore(width)
+
+    async def run(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        async with self._slots:
+            return await off_loop(function, *args, **kwargs)
