@@ -18,7 +18,7 @@ from fastmcp.utilities.components import get_fastmcp_metadata
 
 from app.config import AutoDeferConfig, Config, ExcludeSpec, McpServerConfig, ServerSelection
 from app.core.deferral import Deferral, decide_deferral
-from app.core.model import ClientTool, Native, ToolSpec
+from app.core.model import ClientTool, Native, ToolChoice, ToolSpec
 from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -291,9 +291,5 @@ def auto_deferred(entries: list[ToolEntry], config: AutoDeferConfig | None, tool
 
 
 def _chosen_tool(tool_choice: object) -> list[str]:
-    """The name a `tool_choice` forces, in chat-completions form (`{"function": {"name"}}`) or flat (`{"name"}`)."""
-    if not isinstance(tool_choice, dict):
-        return []
-    function = tool_choice.get("function")
-    name = function.get("name") if isinstance(function, dict) else tool_choice.get("name")
-    return [name] if isinstance(name, str) else []
+    """The name a tool choice forces."""
+    return [tool_choice.name] if isinstance(tool_choice, ToolChoice) and tool_choice.mode == "tool" else []

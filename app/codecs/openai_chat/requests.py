@@ -7,6 +7,7 @@ are written from their typed fields. Parameters the engine does not read pass th
 
 from __future__ import annotations
 
+from app.codecs.openai_chat.options import options_of, write_options
 from app.codecs.openai_chat.protocol import REASONING_FIELDS, ChatCompletionRequest
 from app.core.model import (
     ChatRequest,
@@ -14,7 +15,6 @@ from app.core.model import (
     JsonObject,
     Message,
     Native,
-    Options,
     Part,
     ToolCall,
     ToolSpec,
@@ -22,21 +22,13 @@ from app.core.model import (
 )
 
 REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "tool_set", "session_id"})  # read, never passed
-TYPED_OPTIONS = frozenset({"tool_choice", "parallel_tool_calls", "stop"})
 RESENT_FIELDS = ("reasoning_details",)  # an upstream's own fields of an assistant turn it wants back next round
 
 
 def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatRequest:
     """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
-    params = {key: value for key, value in payload.items() if key not in REQUEST_FIELDS and key not in TYPED_OPTIONS}
-    stop = request.stop
-    options = Options(
-        tool_choice=request.tool_choice,
-        parallel_tool_calls=request.parallel_tool_calls,
-        stop=stop,
-        include_usage=bool(request.stream_options and request.stream_options.include_usage),
-        params=params,
-    )
+    options = options_of(payload, REQUEST_FIELDS)
+    options.include_usage = bool(request.stream_options and request.stream_options.include_usage)
     tools = [
         ClientTool(
             ToolSpec(
@@ -91,19 +83,14 @@ def _part(part: JsonObject) -> Part:
 
 def to_openai(request: UpstreamRequest) -> JsonObject:
     """The round as a chat-completions body."""
-    options = request.options
-    body: JsonObject = {**options.params, "model": request.model}
+    passed = request.options.params.get("openai")
+    body: JsonObject = {**passed, "model": request.model} if passed else {"model": request.model}
     if not request.stream:
         body.pop("stream_options", None)
     body["messages"] = [message_to_openai(message) for message in request.messages]
     if request.tools:
         body["tools"] = [tool_to_openai(tool) for tool in request.tools]
-    if options.tool_choice is not None:
-        body["tool_choice"] = options.tool_choice
-    if options.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = options.parallel_tool_calls
-    if options.stop is not None:
-        body["stop"] = options.stop
+    write_options(body, request.options, request.stream)
     if request.stream:
         body["stream"] = True
     return body
