@@ -45,11 +45,12 @@ class ToolEntry:
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
     native: Native | None = field(default=None, compare=False, repr=False)  # a client tool in its own wire format
+    strict: bool | None = field(default=None, compare=False, repr=False)  # a client tool asked for exact arguments
     spec: ToolSpec = field(init=False, compare=False, repr=False)  # the definition as the engine sends it upstream
 
     def __post_init__(self) -> None:
         # Made once: every round of every request sends each loaded tool's spec.
-        spec = ToolSpec(self.name, self.description, self.parameters, self.definition or None, self.native)
+        spec = ToolSpec(self.name, self.description, self.parameters, self.strict, self.native)
         object.__setattr__(self, "spec", spec)
 
     @property
@@ -257,10 +258,13 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
         if name in seen:
             raise RequestRefused(f"Duplicate client tool name {name!r}.", param=f"tools[{index}].function.name")
         seen.add(name)
-        definition = tool.spec.openai or {
-            "type": "function",
-            "function": {"name": name, "description": tool.spec.description, "parameters": tool.spec.parameters},
-        }
+        native = tool.spec.native
+        if native is not None and native.format == "openai":
+            definition = native.value
+        else:
+            definition = openai_definition(name, tool.spec.description, tool.spec.parameters)
+            if tool.spec.strict is not None:
+                definition["function"]["strict"] = tool.spec.strict
         entries.append(
             ToolEntry(
                 name=name,
@@ -272,6 +276,7 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
                 definition=definition,
                 tokens=estimate_tokens(definition),
                 native=tool.spec.native,
+                strict=tool.spec.strict,
             )
         )
     return entries

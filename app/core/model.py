@@ -60,16 +60,18 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool definition as sent upstream; `openai` is its OpenAI form when one was already made (extra fields
-    such as `strict` kept). `native` is the definition as a front of another format received it (an Anthropic
-    tool with its `cache_control`), for an upstream of that format; the gateway's own fields (`defer_loading`)
-    are already taken out."""
+    """A tool definition as sent upstream, in no wire format's shape. `strict` asks for arguments that match
+    `parameters` exactly. `native` is the definition as a front received it (a chat tool with its extra fields, an
+    Anthropic tool with its `cache_control`), for an upstream of the same format; the gateway's own fields
+    (`defer_loading`) are already taken out. `wire` keeps each codec's form of it, made the first time it is
+    sent, since a catalog's tools are sent every round of every request."""
 
     name: str
     description: str
     parameters: JsonObject
-    openai: JsonObject | None = None
+    strict: bool | None = None
     native: Native | None = None
+    wire: dict[WireFormat, JsonObject] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(slots=True)

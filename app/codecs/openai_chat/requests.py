@@ -35,7 +35,8 @@ def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatReq
                 tool.function.name,
                 tool.function.description or "",
                 tool.function.parameters or {"type": "object", "properties": {}},
-                openai=tool.model_dump(exclude_none=True, exclude={"defer_loading"}),
+                _strict(tool.function.model_extra),
+                Native("openai", tool.model_dump(exclude_none=True, exclude={"defer_loading"})),
             ),
             deferred=tool.defer_loading,
         )
@@ -50,6 +51,11 @@ def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatReq
         tool_set=request.tool_set,
         session_id=request.session_id,
     )
+
+
+def _strict(extra: JsonObject | None) -> bool | None:
+    strict = (extra or {}).get("strict")
+    return strict if isinstance(strict, bool) else None
 
 
 def message_from_wire(raw: JsonObject) -> Message:
@@ -97,12 +103,16 @@ def to_openai(request: UpstreamRequest) -> JsonObject:
 
 
 def tool_to_openai(tool: ToolSpec) -> JsonObject:
-    if tool.openai is not None:
-        return tool.openai
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    }
+    """The tool as a chat client sent it, or its chat form (made once per spec)."""
+    if tool.native is not None and tool.native.format == "openai":
+        return tool.native.value
+    wire = tool.wire.get("openai")
+    if wire is None:
+        function: JsonObject = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        if tool.strict is not None:
+            function["strict"] = tool.strict
+        wire = tool.wire["openai"] = {"type": "function", "function": function}
+    return wire
 
 
 def message_to_openai(message: Message) -> JsonObject:

@@ -59,10 +59,7 @@ def chat_request(parsed: ParsedResponses) -> ChatRequest:
 
 def _client_tool(tool: FunctionTool) -> ClientTool:
     parameters = tool.parameters or {"type": "object", "properties": {}}
-    function: JsonObject = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
-    if tool.strict is not None:
-        function["strict"] = tool.strict
-    spec = ToolSpec(tool.name, tool.description or "", parameters, openai={"type": "function", "function": function})
+    spec = ToolSpec(tool.name, tool.description or "", parameters, tool.strict)
     return ClientTool(spec, deferred=tool.defer_loading)
 
 
@@ -130,11 +127,10 @@ def _content(content: str | list[Part] | None) -> str | list[JsonObject]:
 
 
 def _tool(tool: ToolSpec) -> JsonObject:
-    function = (tool.openai or {}).get("function") or {}
     wire: JsonObject = {"type": "function", "name": tool.name, "description": tool.description}
     wire["parameters"] = tool.parameters
-    if function.get("strict") is not None:
-        wire["strict"] = function["strict"]
+    if tool.strict is not None:
+        wire["strict"] = tool.strict
     return wire
 
 
