@@ -15,13 +15,14 @@ from app.core.model import JsonObject, Options, Reasoning, ResponseFormat, ToolC
 
 TOKEN_LIMITS = ("max_completion_tokens", "max_tokens")  # the first one set is the limit, as OpenAI reads them
 CHOICE_MODES = ("auto", "none", "required")
+DROPPED_WHEN_NULL = ("tool_choice", "parallel_tool_calls", "stop")  # null is their default: not sent on
 
 
 def options_of(params: JsonObject, skipped: Collection[str] = ()) -> Options:
     """Chat-completions parameters (a request body without its `skipped` fields, or a model alias's configured
     parameters) as typed options and OpenAI pass-through."""
     options = Options()
-    typed: set[str] = set()
+    typed = {key for key in DROPPED_WHEN_NULL if key in params and params[key] is None}
     options.max_tokens = next((params[key] for key in TOKEN_LIMITS if _is_int(params.get(key))), None)
     for key in ("temperature", "top_p"):
         if _is_number(params.get(key)):

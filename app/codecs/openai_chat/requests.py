@@ -2,7 +2,8 @@
 OpenAI-compatible upstream. Pure functions, no I/O.
 
 A client's messages keep their wire dicts (`native`), so they go back upstream exactly as sent; those the loop made
-are written from their typed fields. Parameters the engine does not read pass through under their own names.
+are written from their typed fields. Parameters with no typed form (app.codecs.openai_chat.options) pass through
+under their own names, to an OpenAI-compatible upstream only.
 """
 
 from __future__ import annotations

@@ -50,6 +50,11 @@ def test_chat_parameters_come_back_as_sent(params: dict[str, Any]) -> None:
     assert body == params
 
 
+def test_null_tool_choice_parallel_calls_and_stop_are_not_sent() -> None:
+    options = options_of({"tool_choice": None, "parallel_tool_calls": None, "stop": None, "temperature": None})
+    assert options.params == {"openai": {"temperature": None}}
+
+
 def test_typed_chat_parameters() -> None:
     options = options_of(
         {
