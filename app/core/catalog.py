@@ -18,7 +18,7 @@ from fastmcp.utilities.components import get_fastmcp_metadata
 
 from app.config import AutoDeferConfig, Config, ExcludeSpec, McpServerConfig, ServerSelection
 from app.core.deferral import Deferral, decide_deferral
-from app.core.model import ClientTool, Native, ToolSpec
+from app.core.model import ClientTool, Native, ToolChoice, ToolSpec
 from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"
@@ -45,11 +45,12 @@ class ToolEntry:
     definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
     native: Native | None = field(default=None, compare=False, repr=False)  # a client tool in its own wire format
+    strict: bool | None = field(default=None, compare=False, repr=False)  # a client tool asked for exact arguments
     spec: ToolSpec = field(init=False, compare=False, repr=False)  # the definition as the engine sends it upstream
 
     def __post_init__(self) -> None:
         # Made once: every round of every request sends each loaded tool's spec.
-        spec = ToolSpec(self.name, self.description, self.parameters, self.definition or None, self.native)
+        spec = ToolSpec(self.name, self.description, self.parameters, self.strict, self.native)
         object.__setattr__(self, "spec", spec)
 
     @property
@@ -257,10 +258,13 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
         if name in seen:
             raise RequestRefused(f"Duplicate client tool name {name!r}.", param=f"tools[{index}].function.name")
         seen.add(name)
-        definition = tool.spec.openai or {
-            "type": "function",
-            "function": {"name": name, "description": tool.spec.description, "parameters": tool.spec.parameters},
-        }
+        native = tool.spec.native
+        if native is not None and native.format == "openai":
+            definition = native.value
+        else:
+            definition = openai_definition(name, tool.spec.description, tool.spec.parameters)
+            if tool.spec.strict is not None:
+                definition["function"]["strict"] = tool.spec.strict
         entries.append(
             ToolEntry(
                 name=name,
@@ -272,6 +276,7 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
                 definition=definition,
                 tokens=estimate_tokens(definition),
                 native=tool.spec.native,
+                strict=tool.spec.strict,
             )
         )
     return entries
@@ -291,9 +296,5 @@ def auto_deferred(entries: list[ToolEntry], config: AutoDeferConfig | None, tool
 
 
 def _chosen_tool(tool_choice: object) -> list[str]:
-    """The name a `tool_choice` forces, in chat-completions form (`{"function": {"name"}}`) or flat (`{"name"}`)."""
-    if not isinstance(tool_choice, dict):
-        return []
-    function = tool_choice.get("function")
-    name = function.get("name") if isinstance(function, dict) else tool_choice.get("name")
-    return [name] if isinstance(name, str) else []
+    """The name a tool choice forces."""
+    return [tool_choice.name] if isinstance(tool_choice, ToolChoice) and tool_choice.mode == "tool" else []

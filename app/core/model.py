@@ -60,16 +60,18 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool definition as sent upstream; `openai` is its OpenAI form when one was already made (extra fields
-    such as `strict` kept). `native` is the definition as a front of another format received it (an Anthropic
-    tool with its `cache_control`), for an upstream of that format; the gateway's own fields (`defer_loading`)
-    are already taken out."""
+    """A tool definition as sent upstream, in no wire format's shape. `strict` asks for arguments that match
+    `parameters` exactly. `native` is the definition as a front received it (a chat tool with its extra fields, an
+    Anthropic tool with its `cache_control`), for an upstream of the same format; the gateway's own fields
+    (`defer_loading`) are already taken out. `wire` keeps each codec's form of it, made the first time it is
+    sent, since a catalog's tools are sent every round of every request."""
 
     name: str
     description: str
     parameters: JsonObject
-    openai: JsonObject | None = None
+    strict: bool | None = None
     native: Native | None = None
+    wire: dict[WireFormat, JsonObject] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -104,17 +106,74 @@ def _summed(total: JsonObject, more: JsonObject) -> JsonObject:
     return result
 
 
+ChoiceMode = Literal["auto", "none", "required", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """Which tools the model may call: `auto`, `none`, `required` (some tool), or `tool` (the one named)."""
+
+    mode: ChoiceMode
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """The shape the answer must take: plain text, any JSON object, or JSON matching `schema` (named `name`)."""
+
+    kind: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    schema: JsonObject | None = None
+    description: str | None = None
+    strict: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """How much the model may think: an effort level (`low`, `medium`, ...) and/or a token budget."""
+
+    effort: str | None = None
+    budget_tokens: int | None = None
+
+
 @dataclass(slots=True)
 class Options:
-    """The request's generation parameters: those the engine or a translator reads, typed; the rest passed on
-    under their OpenAI chat-completions names in `params`."""
+    """The request's generation parameters, typed in no wire format's names; each codec maps its own names onto
+    them and back. `params` holds what no typed field covers, by the wire format it came in, for an upstream of
+    that same format only (another format would not know it), passed on unchanged."""
 
-    tool_choice: str | JsonObject | None = None
-    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
     stop: str | list[str] | None = None
+    response_format: ResponseFormat | None = None
+    reasoning: Reasoning | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    user: str | None = None
     include_usage: bool = False
-    params: JsonObject = field(default_factory=dict)
-    native: Native | None = None  # parameters only an upstream of the front's format takes (Anthropic's `thinking`)
+    params: dict[WireFormat, JsonObject] = field(default_factory=dict)
+
+
+TYPED_OPTIONS = (
+    "max_tokens", "temperature", "top_p", "stop", "response_format", "reasoning", "tool_choice",
+    "parallel_tool_calls", "user",
+)  # fmt: skip
+
+
+def with_defaults(options: Options, defaults: Options | None) -> Options:
+    """`options` with what they leave unset taken from `defaults` (a model alias's configured parameters); the
+    request's own pass-through parameters win over the defaults' of the same format."""
+    if defaults is None:
+        return options
+    merged = Options(include_usage=options.include_usage)
+    for name in TYPED_OPTIONS:
+        value = getattr(options, name)
+        setattr(merged, name, value if value is not None else getattr(defaults, name))
+    merged.params = dict(options.params)
+    for wire, values in defaults.params.items():
+        merged.params[wire] = {**values, **options.params.get(wire, {})}
+    return merged
 
 
 @dataclass(slots=True)

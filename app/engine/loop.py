@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from app.core.catalog import ToolEntry
 from app.core.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
@@ -65,7 +65,7 @@ class ChatLoop:
     async def events(self, request: ChatRequest) -> AsyncGenerator[Event, None]:
         """The request's events, ending with `Finished` or `Failed` (a GatewayError at any point)."""
         messages = list(request.messages)
-        options = replace(request.options, params={**self.route.params, **request.options.params})
+        options = self.route.options(request.options)
         usage: Usage | None = None
         try:
             while True:

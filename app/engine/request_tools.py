@@ -20,7 +20,7 @@ from app.core.catalog import (
     client_entries,
     select_mcp_tools,
 )
-from app.core.model import ChatRequest, Message, ToolSpec
+from app.core.model import ChatRequest, Message, Native, ToolSpec
 from app.discovery.cache import DiscoveryCache
 from app.discovery.manifest import ManifestGroup
 from app.discovery.related import with_related
@@ -60,9 +60,10 @@ class RequestTools:
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
         self.search_calls = 0
-        search = discovery.definition["function"] if discovery is not None else {}
+        definition = discovery.definition if discovery is not None else None  # the discovery's, in chat form
+        search = definition["function"] if definition is not None else {}
         self._search_spec = ToolSpec(SEARCH_TOOL_NAME, search.get("description", ""), search.get("parameters", {}),
-                                     discovery.definition if discovery is not None else None)  # fmt: skip
+                                     native=Native("openai", definition) if definition else None)  # fmt: skip
 
     @property
     def deferred_names(self) -> list[str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from app.codecs.openai_chat.options import options_of
 from app.config import Config
+from app.core.model import Options, with_defaults
 from app.errors import GatewayError
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import HttpProvider, Provider
@@ -15,9 +16,15 @@ from app.providers.openai import OpenAIProvider
 
 @dataclass(frozen=True)
 class Route:
+    """Where a request goes; `defaults` are its model alias's configured parameters, typed (None: it has none)."""
+
     provider: Provider
     model: str
-    params: dict[str, Any]
+    defaults: Options | None = None
+
+    def options(self, requested: Options) -> Options:
+        """The request's options, with what they leave unset taken from the alias's."""
+        return with_defaults(requested, self.defaults)
 
 
 class Router:
@@ -32,6 +39,9 @@ class Router:
             if name not in self.providers:
                 kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
                 self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
+        # Written in chat-completions names in the config, read once into typed options (those another format
+        # takes under its own names) and OpenAI pass-through.
+        self.defaults = {name: options_of(alias.params) for name, alias in config.models.items() if alias.params}
 
     def route(self, model: str, client_key: str | None = None) -> Route:
         """Where `model` goes. `client_key` (the caller's bearer token) is used only by providers configured
@@ -45,7 +55,7 @@ class Router:
                     fallback = self.config.models[name]
                     chain.append((self._provider(fallback.provider, client_key), fallback.model))
                 provider = FallbackProvider(chain)
-            return Route(provider, alias.model, alias.params)
+            return Route(provider, alias.model, self.defaults.get(model))
         default = self.config.default_provider
         if default is None:
             known = ", ".join(sorted(self.config.models)) or "none"
@@ -55,7 +65,7 @@ class Router:
                 param="model",
                 code="model_not_found",
             )
-        return Route(self._provider(default, client_key), model, {})
+        return Route(self._provider(default, client_key), model)
 
     def _provider(self, name: str, client_key: str | None) -> Provider:
         provider = self.providers[name]

@@ -14,31 +14,28 @@ requires), images carried over. Tools a client sent in Anthropic's format go out
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from app.codecs.anthropic.protocol import SYSTEM_ROLES, MessagesRequest
 from app.core.model import (
     ChatRequest,
+    ChoiceMode,
     ClientTool,
     JsonObject,
     Message,
     Native,
     Options,
     Part,
+    Reasoning,
     ToolCall,
+    ToolChoice,
     ToolSpec,
     UpstreamRequest,
 )
 
 TYPED_FIELDS = frozenset({"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences"})
 TYPED_FIELDS |= {"temperature", "top_p", "stream", "tool_set", "session_id", "metadata"}
+MODES: dict[str, ChoiceMode] = {"auto": "auto", "any": "required", "none": "none"}  # Anthropic's, the engine's
 GATEWAY_TOOL_FIELDS = frozenset({"defer_loading"})  # a tool's fields the gateway acts on and never sends upstream
-# Pass-through parameters (chat-completions names) that Anthropic does not take, or takes under another name.
-DROPPED = frozenset(
-    {"messages", "tools", "tool_choice", "parallel_tool_calls", "max_tokens", "max_completion_tokens", "stop", "n",
-     "user", "stream_options", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "logit_bias",
-     "response_format", "seed", "service_tier", "store", "modalities", "prediction", "audio", "reasoning_effort"}
-)  # fmt: skip
 
 
 def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
@@ -53,23 +50,21 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
     for raw in payload["messages"]:
         messages.extend(messages_from_wire(raw))
     tool_choice, parallel = _tool_choice_in(request.tool_choice)
-    params: JsonObject = {"max_tokens": request.max_tokens}
-    if request.stream:  # Anthropic streams always end with usage; an OpenAI-compatible upstream must be asked
-        params["stream_options"] = {"include_usage": True}
-    params.update({key: payload[key] for key in ("temperature", "top_p") if payload.get(key) is not None})
     user = (request.metadata or {}).get("user_id")
-    if isinstance(user, str) and user:
-        params["user"] = user
     native = {key: value for key, value in payload.items() if key not in TYPED_FIELDS}
     if request.metadata is not None:
         native["metadata"] = request.metadata
     options = Options(
+        max_tokens=request.max_tokens,
+        temperature=payload.get("temperature"),
+        top_p=payload.get("top_p"),
+        stop=request.stop_sequences or None,
+        reasoning=_reasoning_in(native),
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
-        stop=request.stop_sequences or None,
-        include_usage=True,
-        params=params,
-        native=Native("anthropic", native) if native else None,
+        user=user if isinstance(user, str) and user else None,
+        include_usage=True,  # Anthropic streams always end with usage; an OpenAI-compatible upstream must be asked
+        params={"anthropic": native} if native else {},
     )
     tools = [
         ClientTool(
@@ -95,15 +90,28 @@ def _native_tool(raw: JsonObject) -> Native:
     return Native("anthropic", {key: value for key, value in raw.items() if key not in GATEWAY_TOOL_FIELDS})
 
 
-def _tool_choice_in(choice: JsonObject | None) -> tuple[str | JsonObject | None, bool | None]:
+def _tool_choice_in(choice: JsonObject | None) -> tuple[ToolChoice | None, bool | None]:
     """Anthropic's `tool_choice` as the engine's, and its `disable_parallel_tool_use`."""
     if choice is None:
         return None, None
     parallel = False if choice.get("disable_parallel_tool_use") is True else None
     kind = choice["type"]
     if kind == "tool":
-        return {"type": "function", "function": {"name": choice["name"]}}, parallel
-    return {"auto": "auto", "any": "required", "none": "none"}[kind], parallel
+        return ToolChoice("tool", choice["name"]), parallel
+    return ToolChoice(MODES[kind]), parallel
+
+
+def _reasoning_in(native: JsonObject) -> Reasoning | None:
+    """Thinking with a token budget as the engine's reasoning, taken out of `native`; another shape of `thinking`
+    stays there, for an Anthropic upstream alone."""
+    thinking = native.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.keys() == {"type", "budget_tokens"}):
+        return None
+    budget = thinking["budget_tokens"]
+    if thinking["type"] != "enabled" or not isinstance(budget, int) or isinstance(budget, bool):
+        return None
+    del native["thinking"]
+    return Reasoning(budget_tokens=budget)
 
 
 def messages_from_wire(raw: JsonObject) -> list[Message]:
@@ -161,13 +169,15 @@ def _result_text(block: JsonObject) -> str:
 
 def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObject:
     """The round as an Anthropic Messages body."""
-    options, params = request.options, request.options.params
-    body: JsonObject = {key: value for key, value in params.items() if key not in DROPPED}
-    body["model"] = request.model
+    options = request.options
+    body: JsonObject = {"model": request.model}
     if request.stream:
         body["stream"] = True
-    body["max_tokens"] = params.get("max_completion_tokens") or params.get("max_tokens") or default_max_tokens
-    native = options.native if options.native is not None and options.native.format == "anthropic" else None
+    body["max_tokens"] = options.max_tokens or default_max_tokens
+    for name in ("temperature", "top_p"):
+        if getattr(options, name) is not None:
+            body[name] = getattr(options, name)
+    native = options.params.get("anthropic")
     if native is not None or any(_blocks_of(message) is not None for message in request.messages):
         system, turns = _native_messages(request.messages)
     else:
@@ -177,19 +187,17 @@ def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObjec
     body["messages"] = turns
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
-        choice = options.tool_choice if options.tool_choice is not None else params.get("tool_choice")
-        parallel = params.get("parallel_tool_calls")
-        parallel = options.parallel_tool_calls if options.parallel_tool_calls is not None else parallel
-        translated = tool_choice_out(choice, parallel)
+        translated = tool_choice_out(options.tool_choice, options.parallel_tool_calls)
         if translated:
             body["tool_choice"] = translated
-    stop = options.stop if options.stop is not None else params.get("stop")
-    if stop:
-        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if params.get("user"):
-        body["metadata"] = {"user_id": str(params["user"])}
+    if options.stop:
+        body["stop_sequences"] = [options.stop] if isinstance(options.stop, str) else list(options.stop)
+    if options.user:
+        body["metadata"] = {"user_id": options.user}
+    if options.reasoning is not None and options.reasoning.budget_tokens is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": options.reasoning.budget_tokens}
     if native is not None:
-        body.update(native.value)
+        body.update(native)
     return body
 
 
@@ -200,19 +208,15 @@ def _tool(tool: ToolSpec) -> JsonObject:
     return {"name": tool.name, "description": tool.description or "", "input_schema": schema}
 
 
-def tool_choice_out(choice: Any, parallel: Any) -> JsonObject | None:
+def tool_choice_out(choice: ToolChoice | None, parallel: bool | None) -> JsonObject | None:
     """The engine's tool choice and parallel-calls flag as Anthropic's `tool_choice` (None: Anthropic's default)."""
     translated: JsonObject | None
-    if choice in (None, "auto"):
+    if choice is None or choice.mode == "auto":
         translated = {"type": "auto"} if parallel is False else None
-    elif choice == "none":
-        translated = {"type": "none"}
-    elif choice == "required":
-        translated = {"type": "any"}
-    elif isinstance(choice, dict) and choice.get("type") == "function":
-        translated = {"type": "tool", "name": choice["function"]["name"]}
+    elif choice.mode == "tool":
+        translated = {"type": "tool", "name": choice.name}
     else:
-        translated = None
+        translated = {"type": {"none": "none", "required": "any"}[choice.mode]}
     if translated is not None and parallel is False and translated["type"] != "none":
         translated["disable_parallel_tool_use"] = True
     return translated

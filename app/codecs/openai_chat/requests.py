@@ -2,11 +2,13 @@
 OpenAI-compatible upstream. Pure functions, no I/O.
 
 A client's messages keep their wire dicts (`native`), so they go back upstream exactly as sent; those the loop made
-are written from their typed fields. Parameters the engine does not read pass through under their own names.
+are written from their typed fields. Parameters with no typed form (app.codecs.openai_chat.options) pass through
+under their own names, to an OpenAI-compatible upstream only.
 """
 
 from __future__ import annotations
 
+from app.codecs.openai_chat.options import options_of, write_options
 from app.codecs.openai_chat.protocol import REASONING_FIELDS, ChatCompletionRequest
 from app.core.model import (
     ChatRequest,
@@ -14,7 +16,6 @@ from app.core.model import (
     JsonObject,
     Message,
     Native,
-    Options,
     Part,
     ToolCall,
     ToolSpec,
@@ -22,28 +23,21 @@ from app.core.model import (
 )
 
 REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "tool_set", "session_id"})  # read, never passed
-TYPED_OPTIONS = frozenset({"tool_choice", "parallel_tool_calls", "stop"})
 RESENT_FIELDS = ("reasoning_details",)  # an upstream's own fields of an assistant turn it wants back next round
 
 
 def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatRequest:
     """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
-    params = {key: value for key, value in payload.items() if key not in REQUEST_FIELDS and key not in TYPED_OPTIONS}
-    stop = request.stop
-    options = Options(
-        tool_choice=request.tool_choice,
-        parallel_tool_calls=request.parallel_tool_calls,
-        stop=stop,
-        include_usage=bool(request.stream_options and request.stream_options.include_usage),
-        params=params,
-    )
+    options = options_of(payload, REQUEST_FIELDS)
+    options.include_usage = bool(request.stream_options and request.stream_options.include_usage)
     tools = [
         ClientTool(
             ToolSpec(
                 tool.function.name,
                 tool.function.description or "",
                 tool.function.parameters or {"type": "object", "properties": {}},
-                openai=tool.model_dump(exclude_none=True, exclude={"defer_loading"}),
+                _strict(tool.function.model_extra),
+                Native("openai", tool.model_dump(exclude_none=True, exclude={"defer_loading"})),
             ),
             deferred=tool.defer_loading,
         )
@@ -58,6 +52,11 @@ def chat_request(request: ChatCompletionRequest, payload: JsonObject) -> ChatReq
         tool_set=request.tool_set,
         session_id=request.session_id,
     )
+
+
+def _strict(extra: JsonObject | None) -> bool | None:
+    strict = (extra or {}).get("strict")
+    return strict if isinstance(strict, bool) else None
 
 
 def message_from_wire(raw: JsonObject) -> Message:
@@ -91,31 +90,30 @@ def _part(part: JsonObject) -> Part:
 
 def to_openai(request: UpstreamRequest) -> JsonObject:
     """The round as a chat-completions body."""
-    options = request.options
-    body: JsonObject = {**options.params, "model": request.model}
+    passed = request.options.params.get("openai")
+    body: JsonObject = {**passed, "model": request.model} if passed else {"model": request.model}
     if not request.stream:
         body.pop("stream_options", None)
     body["messages"] = [message_to_openai(message) for message in request.messages]
     if request.tools:
         body["tools"] = [tool_to_openai(tool) for tool in request.tools]
-    if options.tool_choice is not None:
-        body["tool_choice"] = options.tool_choice
-    if options.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = options.parallel_tool_calls
-    if options.stop is not None:
-        body["stop"] = options.stop
+    write_options(body, request.options, request.stream)
     if request.stream:
         body["stream"] = True
     return body
 
 
 def tool_to_openai(tool: ToolSpec) -> JsonObject:
-    if tool.openai is not None:
-        return tool.openai
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    }
+    """The tool as a chat client sent it, or its chat form (made once per spec)."""
+    if tool.native is not None and tool.native.format == "openai":
+        return tool.native.value
+    wire = tool.wire.get("openai")
+    if wire is None:
+        function: JsonObject = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        if tool.strict is not None:
+            function["strict"] = tool.strict
+        wire = tool.wire["openai"] = {"type": "function", "function": function}
+    return wire
 
 
 def message_to_openai(message: Message) -> JsonObject:

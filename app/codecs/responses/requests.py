@@ -1,47 +1,56 @@
-"""Responses API requests <-> the engine's model: a client's request in (parameters under the chat names every
-OpenAI-compatible upstream takes), and a round out as a Responses request body, for an upstream that speaks the
-Responses API.
+"""Responses API requests <-> the engine's model: a client's request in (its parameters typed), and a round out
+as a Responses request body, for an upstream that speaks the Responses API.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.codecs.responses.items import messages_of
 from app.codecs.responses.protocol import FunctionTool, ParsedResponses
-from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Options, Part, ToolSpec, UpstreamRequest
+from app.core.model import (
+    ChatRequest,
+    ChoiceMode,
+    ClientTool,
+    JsonObject,
+    Message,
+    Options,
+    Part,
+    Reasoning,
+    ResponseFormat,
+    ToolChoice,
+    ToolSpec,
+    UpstreamRequest,
+)
 
-PASSED = ("temperature", "top_p", "user", "parallel_tool_calls")  # the same name and meaning in both APIs
+MODES: dict[str, ChoiceMode] = {"auto": "auto", "none": "none", "required": "required"}  # checked by the front
 
 
 def chat_request(parsed: ParsedResponses) -> ChatRequest:
     request = parsed.request
-    params: JsonObject = {}
-    passed: dict[str, object] = {"temperature": request.temperature, "top_p": request.top_p, "user": request.user}
-    params.update({name: value for name, value in passed.items() if value is not None})
-    if request.max_output_tokens is not None:
-        params["max_tokens"] = request.max_output_tokens  # the name every OpenAI-compatible upstream takes
+    options = Options(
+        max_tokens=request.max_output_tokens,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        parallel_tool_calls=request.parallel_tool_calls,
+        user=request.user,
+        include_usage=True,  # a response always reports its usage
+    )
     text_format = request.text.format if request.text is not None else None
-    if text_format is not None and text_format.type == "json_object":
-        params["response_format"] = {"type": "json_object"}
-    elif text_format is not None and text_format.type == "json_schema":
-        schema: JsonObject = {"name": text_format.name, "schema": text_format.json_schema}
-        for name, value in (("description", text_format.description), ("strict", text_format.strict)):
-            if value is not None:
-                schema[name] = value
-        params["response_format"] = {"type": "json_schema", "json_schema": schema}
+    if text_format is not None and text_format.type != "text":
+        options.response_format = ResponseFormat(
+            text_format.type, text_format.name, text_format.json_schema, text_format.description, text_format.strict
+        )
     if request.reasoning is not None and request.reasoning.effort is not None:
-        params["reasoning_effort"] = request.reasoning.effort
-    if request.stream:
-        params["stream_options"] = {"include_usage": True}  # a response always reports its usage
+        options.reasoning = Reasoning(effort=request.reasoning.effort)
     choice = request.tool_choice
     if isinstance(choice, dict):
-        choice = {"type": "function", "function": {"name": choice["name"]}}
+        options.tool_choice = ToolChoice("tool", choice["name"])
+    elif choice is not None:
+        options.tool_choice = ToolChoice(MODES[choice])
     return ChatRequest(
         model=request.model,
         messages=messages_of(parsed.items, request.instructions),
         tools=[_client_tool(tool) for tool in parsed.tools],
-        options=Options(tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, params=params),
+        options=options,
         stream=request.stream,
         tool_set=request.tool_set,
         session_id=request.session_id,
@@ -50,35 +59,32 @@ def chat_request(parsed: ParsedResponses) -> ChatRequest:
 
 def _client_tool(tool: FunctionTool) -> ClientTool:
     parameters = tool.parameters or {"type": "object", "properties": {}}
-    function: JsonObject = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
-    if tool.strict is not None:
-        function["strict"] = tool.strict
-    spec = ToolSpec(tool.name, tool.description or "", parameters, openai={"type": "function", "function": function})
+    spec = ToolSpec(tool.name, tool.description or "", parameters, tool.strict)
     return ClientTool(spec, deferred=tool.defer_loading)
 
 
 def request_body(request: UpstreamRequest) -> JsonObject:
     """The round as a Responses request body. Nothing is stored upstream: the engine sends the whole conversation
     every round, as it does to a chat upstream."""
-    options, params = request.options, request.options.params
+    options = request.options
     body: JsonObject = {"model": request.model, "input": [item for m in request.messages for item in input_of(m)]}
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
-    choice = options.tool_choice if options.tool_choice is not None else params.get("tool_choice")
-    if isinstance(choice, dict):
-        choice = {"type": "function", "name": choice["function"]["name"]}
+    choice = options.tool_choice
     if choice is not None:
-        body["tool_choice"] = choice
-    passed = {**params, "parallel_tool_calls": options.parallel_tool_calls}
-    body.update({name: passed[name] for name in PASSED if passed.get(name) is not None})
-    max_tokens = params.get("max_completion_tokens") or params.get("max_tokens")
-    if max_tokens is not None:
-        body["max_output_tokens"] = max_tokens
-    text_format = _text_format(params.get("response_format"))
-    if text_format is not None:
-        body["text"] = {"format": text_format}
-    if params.get("reasoning_effort") is not None:
-        body["reasoning"] = {"effort": params["reasoning_effort"]}
+        body["tool_choice"] = {"type": "function", "name": choice.name} if choice.mode == "tool" else choice.mode
+    passed = {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "user": options.user,
+        "parallel_tool_calls": options.parallel_tool_calls,
+        "max_output_tokens": options.max_tokens,
+    }
+    body.update({name: value for name, value in passed.items() if value is not None})
+    if options.response_format is not None:
+        body["text"] = {"format": _text_format(options.response_format)}
+    if options.reasoning is not None and options.reasoning.effort is not None:
+        body["reasoning"] = {"effort": options.reasoning.effort}
     body["store"] = False
     if request.stream:
         body["stream"] = True
@@ -121,21 +127,19 @@ def _content(content: str | list[Part] | None) -> str | list[JsonObject]:
 
 
 def _tool(tool: ToolSpec) -> JsonObject:
-    function = (tool.openai or {}).get("function") or {}
     wire: JsonObject = {"type": "function", "name": tool.name, "description": tool.description}
     wire["parameters"] = tool.parameters
-    if function.get("strict") is not None:
-        wire["strict"] = function["strict"]
+    if tool.strict is not None:
+        wire["strict"] = tool.strict
     return wire
 
 
-def _text_format(response_format: Any) -> JsonObject | None:
-    """Chat's `response_format` as Responses' `text.format`."""
-    if not isinstance(response_format, dict):
-        return None
-    if response_format.get("type") != "json_schema":
-        return {"type": response_format["type"]} if isinstance(response_format.get("type"), str) else None
-    schema = response_format.get("json_schema") or {}
-    text_format: JsonObject = {"type": "json_schema", "name": schema.get("name"), "schema": schema.get("schema")}
-    text_format.update({key: schema[key] for key in ("description", "strict") if schema.get(key) is not None})
+def _text_format(response_format: ResponseFormat) -> JsonObject:
+    """The engine's response format as Responses' `text.format`."""
+    if response_format.kind != "json_schema":
+        return {"type": response_format.kind}
+    text_format: JsonObject = {"type": "json_schema", "name": response_format.name, "schema": response_format.schema}
+    for key, value in (("description", response_format.description), ("strict", response_format.strict)):
+        if value is not None:
+            text_format[key] = value
     return text_format
