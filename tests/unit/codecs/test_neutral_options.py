@@ -22,7 +22,6 @@ from app.core.model import (
     with_defaults,
 )
 
-pytestmark = pytest.mark.unit
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 
 
