@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.config import SemanticConfig, parse_config  # noqa: E402
-from app.core.catalog import build_catalog  # noqa: E402
 from app.discovery.cache import mcp_groups  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
+from app.mcp.client.catalog import build_catalog  # noqa: E402
 from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
 
 DATA = ROOT / "bench" / "data"

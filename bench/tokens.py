@@ -31,11 +31,11 @@ from common import DATA, add_record_options, record, require_data  # noqa: E402
 from app import tokens  # noqa: E402
 from app.codecs.openai_chat.requests import chat_request, tool_to_openai  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
-from app.core.catalog import build_catalog  # noqa: E402
 from app.core.model import ChatRequest  # noqa: E402
 from app.discovery.cache import DiscoveryCache  # noqa: E402
 from app.engine.request_tools import RequestTools, prepare_request_tools  # noqa: E402
 from app.fronts.chat_wire import parse_chat_request  # noqa: E402
+from app.mcp.client.catalog import build_catalog  # noqa: E402
 
 DEFAULT_DATA = DATA / "tool_retrieval_dev.json"
 HELLO = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

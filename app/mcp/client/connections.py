@@ -24,7 +24,8 @@ from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
 from app.config import Config, McpServerConfig
-from app.core.catalog import Catalog, build_catalog, unknown_always_load
+from app.core.catalog import Catalog
+from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
 from app.offload import off_loop

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from app.config import load_config
-from app.core.catalog import build_catalog
 from app.discovery.cache import mcp_groups
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
+from app.mcp.client.catalog import build_catalog
 from tests.support import ROOT, SERVERS, free_port, load_example
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from app.config import SemanticConfig, parse_config
-from app.core.catalog import ToolEntry, build_catalog
+from app.core.catalog import ToolEntry
 from app.discovery import models
 from app.discovery.embeddings import EmbeddingError, EndpointEmbedder
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
+from app.mcp.client.catalog import build_catalog
 from tests.support import GatewayFactory, Upstream, chat_body, completion, engine_request, make_config
 
 TOOLS = {

@@ -12,13 +12,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from app.config import SemanticConfig, parse_config
-from app.core.catalog import ToolEntry, build_catalog
+from app.core.catalog import ToolEntry
 from app.discovery.embeddings import VectorCache
 from app.discovery.encoder import Array
 from app.discovery.hybrid import sentences
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
+from app.mcp.client.catalog import build_catalog
 
 # Words that mean the same to the stand-in model, while keywords see different words.
 CONCEPTS = (

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from app.core.catalog import Catalog, ToolEntry, build_catalog, meta_tags, select_mcp_tools
+from app.core.catalog import Catalog, ToolEntry, select_mcp_tools
 from app.discovery.cache import mcp_groups
 from app.discovery.manifest import manifest_text
 from app.discovery.related import object_noun, related_tools, with_related
 from app.discovery.search import Discovery, run_search
+from app.mcp.client.catalog import build_catalog, meta_tags
 from tests.support import make_config
 
 
