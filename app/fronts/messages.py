@@ -47,12 +47,15 @@ def _message_id(upstream_id: str) -> str:
     return upstream_id if upstream_id.startswith("msg_") else f"msg_{uuid.uuid4().hex}"
 
 
+COUNT_EXACT_CHARS = 200_000  # counted exactly; the rest of a larger body is estimated, as the answer already is
+
+
 def count_json(payload: JsonObject) -> JsonObject:
     """`count_tokens`: an estimate with the gateway's tokenizer (o200k_base, not Claude's), of the system prompt,
     messages and tools as sent."""
     counted: dict[str, Any] = {key: payload.get(key) for key in ("system", "messages", "tools") if payload.get(key)}
     text = json.dumps(counted, ensure_ascii=False, separators=(",", ":"))
-    return {"input_tokens": tokens.count_text(text)}
+    return {"input_tokens": tokens.count_text(text, COUNT_EXACT_CHARS)}
 
 
 class MessagesFront:

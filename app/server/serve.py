@@ -29,6 +29,7 @@ from app.fronts.base import Call, Front, Limits
 from app.fronts.messages import MessagesFront
 from app.identity import identity_of
 from app.logs import REQUEST_ID
+from app.offload import Lane
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
 from app.server.observability import log_fields
@@ -37,6 +38,8 @@ from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 log = logging.getLogger("toolsift.http")
 Parsed = TypeVar("Parsed")
 OFF_LOOP_BODY_BYTES = 256 * 1024
+# Work that input sizes, in the worker pool: each kind in its own lane, so a flood of one never queues the other.
+BODIES, COUNTS = Lane(1), Lane(1)
 _PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
 
 
@@ -91,9 +94,13 @@ async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) 
     length = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
     try:
         declared = length.decode("latin-1") if length else None
-        response: Response = JSONResponse(
-            await _read_parsed(request, declared, config.max_request_bytes, front.count, call)
-        )
+        body = await read_body(request, declared, config.max_request_bytes)
+        try:  # parsed and counted in the worker pool, one count at a time, whatever its size
+            async with asyncio.timeout(config.request_deadline):
+                counted = await COUNTS.run(front.count, body, call)
+        except TimeoutError:
+            raise _deadline_error(gateway) from None
+        response: Response = JSONResponse(counted)
     except GatewayError as exc:
         response = JSONResponse(front.error(exc), exc.status)
     except ClientDisconnect:
@@ -105,11 +112,11 @@ async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) 
 async def _read_parsed(
     request: Request, declared: str | None, limit: int, parse: Callable[[bytes, Call], Parsed], call: Call
 ) -> Parsed:
-    """The body, read under the size limit and parsed by the front; a large one is decoded and validated in a
-    worker thread (milliseconds of CPU that would otherwise hold the event loop)."""
+    """The body, read under the size limit and parsed by the front; a large one is decoded and validated in the
+    worker pool (milliseconds of CPU that would otherwise hold the event loop), one at a time."""
     body = await read_body(request, declared, limit)
     if len(body) > OFF_LOOP_BODY_BYTES:
-        return await asyncio.to_thread(parse, body, call)
+        return await BODIES.run(parse, body, call)
     return parse(body, call)
 
 
