@@ -7,11 +7,10 @@ try next (valid servers, closest names, a different query). Nothing here raises 
 from __future__ import annotations
 
 import difflib
-import heapq
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.core.catalog import ToolEntry
@@ -19,6 +18,7 @@ from app.discovery.describe import LOADED_NOTE, describe
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
+from app.discovery.merged import MergedIndex, Ranker
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 from app.discovery.semantic import SemanticSearch
 
@@ -27,33 +27,6 @@ _REQUIRED = re.compile(r"\+[^\W\d_]")
 MAX_NAMES = 64
 MAX_NAME_CHARS = 128
 MAX_SUGGESTED = 5  # missing names that get "closest matches" (each compares against every tool name)
-
-
-class Ranker(Protocol):
-    @property
-    def parts(self) -> tuple[ToolIndex, ...]: ...
-
-    def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]: ...
-
-    def best_possible(self, query: str) -> float: ...
-
-
-class MergedIndex:
-    """Two indexes searched as one, results merged by score: a request's own deferred tools beside the shared
-    index of MCP tools, without rebuilding the large one for every request."""
-
-    def __init__(self, first: Ranker, second: Ranker) -> None:
-        self.first, self.second = first, second
-
-    @property
-    def parts(self) -> tuple[ToolIndex, ...]:
-        return (*self.first.parts, *self.second.parts)
-
-    def best_possible(self, query: str) -> float:
-        return max(self.first.best_possible(query), self.second.best_possible(query))
-
-    def rank(self, query: str, required: Sequence[str] = ()) -> Iterator[tuple[ToolEntry, float]]:
-        return heapq.merge(self.first.rank(query, required), self.second.rank(query, required), key=lambda p: -p[1])
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ async def test_client_tool_name_colliding_with_mcp_tool_is_400(upstream: Upstrea
 
 
 async def test_deferred_client_tools_reuse_the_shared_mcp_index(upstream: Upstream, gateway_factory: Any) -> None:
-    from app.discovery.search import MergedIndex
+    from app.discovery.merged import MergedIndex
 
     _, gateway = await gateway_factory()
     plain = await gateway.request_tools(engine_request(chat_body("x")), None)
