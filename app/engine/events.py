@@ -2,7 +2,7 @@
 
 A front renders them (a plain answer aggregates them, a stream writes them as they come), the request record
 counts them for the log line and metrics, and MCP progress notifications can follow them. The last event is
-always `Finished` or `Failed`.
+always `Finished` or `Failed`; the first, once the request is routed, `Routed`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ from dataclasses import dataclass, field
 
 from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
 from app.errors import GatewayError
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """The request's model was routed and its tools built: always the first event. `model` is the upstream's name
+    for it (an alias resolved), which a front may answer with."""
+
+    provider: str
+    model: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +152,8 @@ class Failed:
 
 
 Event = (
-    RoundStarted
+    Routed
+    | RoundStarted
     | ContentDelta
     | ReasoningDelta
     | ReasoningBlock

@@ -9,9 +9,8 @@ found before), run the loop, count its events, remember what it found. The serve
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 from app import redaction
@@ -21,11 +20,10 @@ from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
 from app.engine.caller import Caller
-from app.engine.events import Event, Failed, Finished
+from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
-from app.engine.record import RequestRecord
 from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
@@ -35,20 +33,6 @@ from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
 from app.providers.base import Provider
-
-
-@dataclass
-class Run:
-    """One request under way: where it was routed, and its events. Iterating it runs the loop; the events are
-    counted into `record` as they pass, and what the request found is remembered for its session when they end."""
-
-    provider: str
-    model: str
-    record: RequestRecord
-    events: AsyncGenerator[Event, None]
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self.events
 
 
 class Gateway:
@@ -119,10 +103,12 @@ class Gateway:
         *,
         policy: CallPolicy | None = None,
         max_rounds: int | None = None,
-    ) -> Run:
-        """Route `request`, build its tools and return its run, ready to iterate. What makes it impossible (an
-        unknown model, a refused session id or toolset) is raised here, before any event; what fails later is a
-        `Failed` event. `policy` may refuse tool calls; `max_rounds` overrides the config's."""
+    ) -> AsyncGenerator[Event, None]:
+        """The request's events, from routing to the last round, in one pass: its model routed and its tools built
+        (with what its session found before), then `Routed`, then the loop's events, the session remembered at
+        the end. What makes it impossible (an unknown model, a refused session id or toolset) is raised before
+        any event; what fails later is a `Failed` event. `policy` may refuse tool calls; `max_rounds` overrides the
+        config's."""
         config = self.config
         if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
             redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
@@ -138,22 +124,18 @@ class Gateway:
             config.max_searches_per_request,
             policy=policy,
         )
-        record = RequestRecord()
-
-        async def events() -> AsyncGenerator[Event, None]:
-            remembered = False
-            try:
-                async with aclosing(record.observe(loop.events(request))) as observed:
-                    async for event in observed:
-                        if isinstance(event, Finished | Failed) and not remembered:
-                            remembered = True  # before the last event: its reader may stop there
-                            await self._remember(session, tools)
-                        yield event
-            finally:
-                if not remembered:  # the client left mid-way: what was found still counts
-                    await self._remember(session, tools)
-
-        return Run(route.provider.name, route.model, record, events())
+        yield Routed(route.provider.name, route.model)
+        remembered = False
+        try:
+            async with aclosing(loop.events(request)) as events:
+                async for event in events:
+                    if isinstance(event, Finished | Failed) and not remembered:
+                        remembered = True  # before the last event: its reader may stop there
+                        await self._remember(session, tools)
+                    yield event
+        finally:
+            if not remembered:  # the client left mid-way: what was found still counts
+                await self._remember(session, tools)
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:

@@ -17,6 +17,7 @@ from app.engine.events import (
     Finished,
     McpCallFinished,
     RoundFinished,
+    Routed,
     SearchDone,
 )
 
@@ -31,13 +32,17 @@ class RequestRecord:
     mcp_calls: list[McpCallFinished] = field(default_factory=list)
     discovery: DiscoveryStats | None = None
     finish_reason: str | None = None
+    provider: str | None = None  # once routed
+    model: str | None = None
 
     @property
     def mcp_errors(self) -> int:
         return sum(not call.ok for call in self.mcp_calls)
 
     def add(self, event: Event) -> None:
-        if isinstance(event, RoundFinished):
+        if isinstance(event, Routed):
+            self.provider, self.model = event.provider, event.model
+        elif isinstance(event, RoundFinished):
             self.rounds += 1
             self.upstream_seconds += event.seconds
             self.tokens_saved += event.unsent_tool_tokens

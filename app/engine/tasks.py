@@ -9,9 +9,9 @@ Every failure (an unknown model, an upstream error, the deadline) is part of the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from app.config import RunTaskConfig
 from app.core.catalog import ToolEntry
@@ -23,16 +23,13 @@ from app.engine.record import RequestRecord
 from app.errors import GatewayError, RequestRefused
 from app.mcp.client.connections import McpManager
 
-if TYPE_CHECKING:
-    from app.engine.gateway import Run
-
 
 class RunEntry(Protocol):
     """`Gateway.run`: the one entry a task goes through, as every chat request does."""
 
-    async def __call__(
+    def __call__(
         self, request: ChatRequest, caller: Caller, *, policy: CallPolicy | None = ..., max_rounds: int | None = ...
-    ) -> Run: ...
+    ) -> AsyncGenerator[Event, None]: ...
 
 
 DESTRUCTIVE = "its server marks it destructive (destructiveHint), and run_task does not run destructive tools here"
@@ -103,17 +100,16 @@ class TaskRunner:
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         caller: Caller | None = None,
     ) -> TaskReport:
-        records: list[RequestRecord] = []  # the run's record, once it started
+        record = RequestRecord()
         answer: list[str] = []  # the answer's text, collected as it comes
         report = TaskReport("", "error", 0, None)
         try:
             async with asyncio.timeout(self.settings.deadline_seconds):
-                await self._run(task, tool_set, caller or Caller(), records, answer, report, on_event)
+                await self._run(task, tool_set, caller or Caller(), record, answer, report, on_event)
         except TimeoutError:
             report.error = f"stopped at the run_task deadline of {self.settings.deadline_seconds:g} s"
         except (GatewayError, RequestRefused) as exc:
             report.error = exc.message
-        record = records[0] if records else RequestRecord()
         report.answer = "".join(answer)
         report.rounds, report.usage = record.rounds, record.usage
         report.calls, report.searches = record.mcp_calls, record.searches
@@ -124,7 +120,7 @@ class TaskRunner:
         task: str,
         tool_set: str | None,
         caller: Caller,
-        records: list[RequestRecord],
+        record: RequestRecord,
         answer: list[str],
         report: TaskReport,
         on_event: Callable[[Event], Awaitable[None]] | None,
@@ -134,14 +130,9 @@ class TaskRunner:
             messages.insert(0, Message("system", self.settings.system_prompt))
         request = ChatRequest(self.settings.model, messages, [], Options(), tool_set=tool_set)
         # The task's own model, never a caller's upstream key: run_task is the gateway's, with its configured key.
-        run = await self._run_request(
-            request,
-            Caller(caller.identity, caller.request_id),
-            policy=self._policy,
-            max_rounds=self.settings.max_rounds,
-        )
-        records.append(run.record)
-        async for event in run:
+        own = Caller(caller.identity, caller.request_id)
+        run = self._run_request(request, own, policy=self._policy, max_rounds=self.settings.max_rounds)
+        async for event in record.observe(run):
             if isinstance(event, CallRefused):
                 report.refused.append(event)
             elif isinstance(event, Finished):

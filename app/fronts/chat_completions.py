@@ -28,6 +28,7 @@ from app.engine.events import (
     KeepAlive,
     ReasoningDelta,
     RoundStarted,
+    Routed,
 )
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
@@ -87,6 +88,9 @@ class ChatStream:
         self.started = False  # the role chunk went out
 
     def render(self, event: Event) -> list[str]:
+        if isinstance(event, Routed):  # the upstream's name for the model, answered with
+            self.model = event.model
+            return []
         if isinstance(event, RoundStarted):
             if self.committed:
                 return []

@@ -22,6 +22,7 @@ from app.engine.events import (
     KeepAlive,
     ReasoningDelta,
     RoundStarted,
+    Routed,
 )
 from app.errors import GatewayError
 from app.fronts.responses_items import ResponseCall, response_json
@@ -47,6 +48,9 @@ class ResponsesStream:
         self.final: JsonObject = {}  # the completed response, to store
 
     def render(self, event: Event) -> list[str]:
+        if isinstance(event, Routed):  # the upstream's name for the model, answered with
+            self.model = event.model
+            return []
         if isinstance(event, Finished):
             texts, self.final = self._finished(event)
             return texts

@@ -59,16 +59,16 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         chat = call.request = await front.prepare(chat, call)
         facts["model"] = chat.model
         caller = Caller(identity, request_id, headers.get("x-session-id"), _client_upstream_key(headers, gateway))
-        run = await gateway.run(chat, caller)
-        facts["provider"], call.model, record = run.provider, run.model, run.record
+        events = record.observe(gateway.run(chat, caller))  # routed, tools built and run as it is read
         if chat.stream:
             facts["stream"] = True
-            return _stream(gateway, front, front.stream(run.events, call), call, started, facts, record)
+            return _stream(gateway, front, front.stream(events, call), call, started, facts, record)
         remaining = max(config.request_deadline - (time.perf_counter() - started), 0.001)
         try:
-            answer = await run_while_connected(request.receive, aggregate(run.events), remaining)
+            answer = await run_while_connected(request.receive, aggregate(events), remaining)
         except TimeoutError:
             raise _deadline_error(gateway) from None
+        call.model = record.model or chat.model
         response: Response = JSONResponse(await front.answer(answer, call))
     except ClientGone:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
@@ -148,6 +148,8 @@ def _stream(
     """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
 
     def error(exc: Exception) -> ErrorAnswer:
+        if isinstance(exc, RequestRefused):  # refused as it was routed, before the stream began
+            exc = exc.as_gateway_error()
         return (exc.status, front.error(exc)) if isinstance(exc, GatewayError) else _unexpected(front, call.request_id)
 
     async def close(status: int) -> None:
@@ -206,6 +208,7 @@ def _log_request(
 ) -> None:
     """The request's one log line, and its metrics, from what its events recorded."""
     metrics = gateway.metrics
+    facts["provider"] = record.provider
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
     fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
     stats = record.discovery

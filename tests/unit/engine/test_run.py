@@ -15,6 +15,7 @@ from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.events import ContentDelta, Event, Finished, SearchDone
 from app.engine.gateway import Gateway
+from app.engine.record import RequestRecord
 from app.errors import GatewayError, RequestRefused
 from app.identity import Identity
 from tests.support import load_example, make_config
@@ -39,17 +40,17 @@ async def engine() -> AsyncIterator[tuple[Gateway, ScriptedProvider]]:
 
 
 async def events_of(gateway: Gateway, request: ChatRequest, caller: Caller) -> list[Event]:
-    return [event async for event in await gateway.run(request, caller)]
+    return [event async for event in gateway.run(request, caller)]
 
 
 async def test_a_plain_answer_is_routed_and_recorded(engine: tuple[Gateway, ScriptedProvider]) -> None:
     gateway, provider = engine
     provider.script.append(said("Hello."))
-    run = await gateway.run(ask("hi"), Caller(ALICE))
-    assert (run.provider, run.model) == ("up", "gpt-test-mini")
-    answer = await aggregate(run.events)
+    record = RequestRecord()
+    answer = await aggregate(record.observe(gateway.run(ask("hi"), Caller(ALICE))))
+    assert (record.provider, record.model) == ("up", "gpt-test-mini"), "the first event says where it was routed"
     assert answer.content == "Hello." and answer.finish_reason == "stop"
-    assert run.record.rounds == 1 and run.record.usage is not None and run.record.usage.total_tokens == 15
+    assert record.rounds == 1 and record.usage is not None and record.usage.total_tokens == 15
     assert provider.rounds[0].model == "gpt-test-mini"
     names = provider.tool_names(0)
     assert names[-1] == "search_tools" and "weather__get_alerts" in names, "loaded tools, then search_tools"
@@ -86,9 +87,9 @@ async def test_what_makes_a_run_impossible_is_raised_before_any_event(
 ) -> None:
     gateway, provider = engine
     with pytest.raises(RequestRefused):
-        await gateway.run(ask("hi", tool_set="no-such-set"), Caller())
+        await anext(gateway.run(ask("hi", tool_set="no-such-set"), Caller()))
     with pytest.raises(RequestRefused):
-        await gateway.run(ask("hi"), Caller(session_id="s" * 10_000))
+        await anext(gateway.run(ask("hi"), Caller(session_id="s" * 10_000)))
     assert provider.rounds == [], "nothing went upstream"
 
 
@@ -96,7 +97,7 @@ async def test_an_unknown_model_without_a_default_provider_is_refused() -> None:
     two = {"up": {"base_url": "http://upstream.test/v1"}, "other": {"base_url": "http://other.test/v1"}}
     gateway = Gateway(make_config(providers=two), mcp_targets={}, providers={"up": ScriptedProvider("up")})
     with pytest.raises(GatewayError) as unknown:
-        await gateway.run(ask("hi", model="nope"), Caller())
+        await anext(gateway.run(ask("hi", model="nope"), Caller()))
     assert unknown.value.status == 404 and unknown.value.code == "model_not_found"
     await gateway.stop()
 
@@ -104,8 +105,7 @@ async def test_an_unknown_model_without_a_default_provider_is_refused() -> None:
 async def test_a_policy_refuses_a_call_and_the_model_is_told(engine: tuple[Gateway, ScriptedProvider]) -> None:
     gateway, provider = engine
     provider.script += [calls(("weather__get_alerts", {"region": "EU"})), said("Could not.")]
-    run = await gateway.run(ask("alerts?"), Caller(), policy=lambda entry: "not today", max_rounds=3)
-    answer = await aggregate(run.events)
+    answer = await aggregate(gateway.run(ask("alerts?"), Caller(), policy=lambda entry: "not today", max_rounds=3))
     assert answer.content == "Could not."
     told = [message for message in provider.rounds[1].messages if message.role == "tool"]
     assert "not today" in told[0].text()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from typing import Any
 
 import httpx
@@ -16,10 +18,15 @@ SECOND = "http://second.test/v1"
 
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record backoff delays instead of sleeping them."""
+    """Record the providers' backoff delays instead of sleeping them; every other sleep (a stream's keep-alive
+    timer) is real."""
     recorded: list[float] = []
+    real_sleep = asyncio.sleep
 
     async def fake_sleep(seconds: float) -> None:
+        if sys._getframe(1).f_globals.get("__name__") != "app.providers.base":
+            await real_sleep(seconds)
+            return
         recorded.append(seconds)
 
     monkeypatch.setattr("app.providers.base.asyncio.sleep", fake_sleep)
