@@ -97,5 +97,6 @@ class RunTaskConfig(Strict):
 
 class McpFrontConfig(Strict):
     mode: Literal["lazy", "proxy", "full"] = "lazy"
-    max_clients: int = Field(10_000, ge=1, description="lazy clients whose found tools are kept, least recent out")
+    # Accepted so older configs load; what lazy clients found now lives in the sessions' store, under its bounds.
+    max_clients: int = Field(10_000, ge=1, description="no longer used: the sessions' store bounds MCP clients")
     run_task: RunTaskConfig | None = None
