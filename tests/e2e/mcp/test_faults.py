@@ -47,7 +47,8 @@ async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
     connection = gateway.mcp.connections["crashy"]
     await wait_for(lambda: connection.state.value == "down")
     await wait_for(lambda: connection.state.value == "up")
-    assert "crashy__echo" in gateway.mcp.catalog.tools, "its tools come back"
+    # The catalog is rebuilt after the server is up again, at most one rebuild interval later.
+    await wait_for(lambda: "crashy__echo" in gateway.mcp.catalog.tools)
     upstream.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
     await client.post("/v1/chat/completions", json=chat_body("echo"))
     assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
