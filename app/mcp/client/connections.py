@@ -22,6 +22,7 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+from fastmcp.exceptions import MCPError
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
@@ -43,7 +44,8 @@ class ServerState(StrEnum):
 
 RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
-LIVENESS_INTERVAL = 15.0  # an idle connection is re-listed this often at least (the TTL may ask for more)
+LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
+LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
 
 
 class ServerUnavailable(Exception):
@@ -92,6 +94,7 @@ class ServerConnection:
         self._fingerprint = b""
         self._limits = settings.mcp_limits
         self._listed_at = -float("inf")
+        self._listing_seconds = 0.0  # how long the last listing took, to pace the next
         self.startup_timeout = config.startup_timeout or settings.mcp_startup_timeout
         self.tool_timeout = config.tool_timeout or settings.tool_call_timeout
         self._ttl = settings.tool_cache_ttl
@@ -137,7 +140,7 @@ class ServerConnection:
         try:
             async with client:
                 self._client = client
-                self._listed(await self._bounded(await client.list_tools()))
+                self._listed(await self._list(client))
                 self.state, self.error = ServerState.UP, None
                 log.info(
                     "mcp server up server=%s transport=%s tools=%d", self.name, self.transport_name, len(self.tools)
@@ -154,27 +157,40 @@ class ServerConnection:
             self._client = None
 
     async def _refresh_while_alive(self, client: Client[Any]) -> None:
-        """Re-list tools on `list_changed`, on the TTL, and as a liveness probe while idle (fastmcp keeps reporting
-        a dead stdio process as connected); return when a call or a listing found the connection gone."""
-        interval = min(self._ttl or LIVENESS_INTERVAL, LIVENESS_INTERVAL)
+        """Re-list tools on `list_changed` and on the TTL; ping while idle as a liveness probe (fastmcp keeps
+        reporting a dead stdio process as connected); return when a call, ping or listing found it gone.
+
+        A listing is parsed by the MCP SDK on the event loop (about 0.1 s per 1,000 tools), so listings are paced:
+        the next one waits at least `rebuild_interval_seconds`, and at least LISTING_PACE times as long as the
+        last one took, so a storm of `list_changed` from a large server leaves the loop free most of the time."""
         while not self._lost.is_set():
+            wait = LIVENESS_INTERVAL
+            if self._ttl:
+                wait = max(0.0, min(wait, self._listed_at + self._ttl - time.monotonic()))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._lost_or_refresh(), interval)
+                await asyncio.wait_for(self._lost_or_refresh(), wait)
             if self._lost.is_set():
                 break
-            # A storm of list_changed costs one listing per interval: the server's notifications are its own to send.
-            await asyncio.sleep(max(0.0, self._listed_at + self._limits.rebuild_interval_seconds - time.monotonic()))
+            expired = bool(self._ttl) and time.monotonic() >= self._listed_at + self._ttl
+            if not self._refresh.is_set() and not expired:
+                await _ping(client)
+                continue
+            pause = max(self._limits.rebuild_interval_seconds, LISTING_PACE * self._listing_seconds)
+            await asyncio.sleep(max(0.0, self._listed_at + pause - time.monotonic()))
             self._refresh.clear()
-            listing = await self._bounded(await client.list_tools())
+            listing = await self._list(client)
             if listing.fingerprint != self._fingerprint:
                 self._listed(listing)
                 log.info("mcp tools changed server=%s tools=%d", self.name, len(listing.tools))
                 self._on_tools()
         self._lost.clear()
 
-    async def _bounded(self, tools: list[mcp_types.Tool]) -> Listing:
-        """The listing within the limits, checked in the worker pool (thousands of tools are megabytes)."""
+    async def _list(self, client: Client[Any]) -> Listing:
+        """The server's tools within the limits, checked in the worker pool (thousands of tools are megabytes)."""
+        started = time.monotonic()
+        tools = await client.list_tools()
         self._listed_at = time.monotonic()
+        self._listing_seconds = self._listed_at - started
         return await off_loop(bounded_listing, tools, self._limits)
 
     def _listed(self, listing: Listing) -> None:
@@ -232,6 +248,15 @@ class ServerConnection:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._task, 5)
+
+
+async def _ping(client: Client[Any]) -> None:
+    """A liveness probe: any answer, even "method not found" from a server without ping, shows it alive."""
+    try:
+        await client.ping()
+    except MCPError as exc:
+        if exc.code != mcp_types.METHOD_NOT_FOUND:
+            raise
 
 
 def _connection_gone(exc: BaseException) -> bool:

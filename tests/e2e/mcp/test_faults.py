@@ -54,6 +54,26 @@ async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
     assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
 
 
+async def test_a_server_that_dies_while_idle_is_seen_down_by_the_liveness_ping(
+    upstream: ScriptedUpstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle connections are pinged, not re-listed; a stdio server that died between calls is still seen down."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from app.mcp.client import connections
+
+    monkeypatch.setattr(connections, "LIVENESS_INTERVAL", 0.2)
+    _, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
+    connection = gateway.mcp.connections["crashy"]
+    await wait_for(lambda: connection.state.value == "up")
+    (child,) = [pid for pid in _children(os.getpid()) if "crashy" in Path(f"/proc/{pid}/cmdline").read_text()]
+    os.kill(child, signal.SIGKILL)
+    await wait_for(lambda: connection.state.value == "down", 10)
+    await wait_for(lambda: connection.state.value == "up", 20)
+
+
 async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(
     upstream: ScriptedUpstream, gateway_factory: Any
 ) -> None:

@@ -107,3 +107,60 @@ async def test_a_storm_of_list_changed_costs_one_rebuild_per_interval(
     assert gateway.mcp.rebuilds - before <= 4, f"{gateway.mcp.rebuilds - before} rebuilds for 50 changes"
     assert not any(on_loop for _, on_loop in built), "a rebuild ran on the event loop"
     assert ticks > 5
+
+
+def counted_server(seconds_per_listing: float) -> tuple[FastMCP, list[str]]:
+    """A server that records every tools/list and ping it answers; each listing takes `seconds_per_listing`."""
+    from fastmcp.server.middleware import Middleware
+
+    seen: list[str] = []
+
+    class Count(Middleware):
+        async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+            seen.append("list")
+            await asyncio.sleep(seconds_per_listing)
+            return await call_next(context)
+
+        async def on_request(self, context: Any, call_next: Any) -> Any:
+            if context.method == "ping":
+                seen.append("ping")
+            return await call_next(context)
+
+    server = FastMCP("counted", middleware=[Count()])
+
+    @server.tool
+    async def churn(ctx: Context) -> str:
+        """Announce a changed listing 20 times."""
+        for _ in range(20):
+            await ctx.send_notification(mcp_types.ToolListChangedNotification())
+            await asyncio.sleep(0.02)
+        return "churned"
+
+    return server, seen
+
+
+async def test_an_idle_server_is_pinged_not_listed_again(gateway_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A liveness probe must not cost a whole listing: a 10,000-tool listing is parsed on the loop."""
+    monkeypatch.setattr(connections, "LIVENESS_INTERVAL", 0.05)
+    server, seen = counted_server(0.0)
+    config = make_config(mcpServers={"counted": {"command": "unused"}}, tool_sets={})
+    await gateway_factory(config, targets={"counted": server})
+    await wait_for(lambda: seen.count("ping") >= 3, 10)
+    assert seen.count("list") == 1, seen
+
+
+async def test_listings_are_paced_by_how_long_the_last_one_took(gateway_factory: Any) -> None:
+    """A listing that took t is not repeated within LISTING_PACE * t, so a storm from a slow (large) server leaves
+    the loop free most of the time; the last change is still listed."""
+    server, seen = counted_server(0.2)
+    limits = {"rebuild_interval_seconds": 0.05}
+    config = make_config(mcpServers={"counted": {"command": "unused"}}, tool_sets={}, mcp_limits=limits)
+    _, gateway = await gateway_factory(config, targets={"counted": server})
+    started = asyncio.get_running_loop().time()
+    assert await gateway.mcp.call_tool("counted", "churn", {}) == ("churned", False)
+    await wait_for(lambda: seen.count("list") >= 2, 10)
+    await asyncio.sleep(0.5)
+    elapsed = asyncio.get_running_loop().time() - started
+    listings = seen.count("list") - 1
+    # 20 changes in ~0.4 s plus the wait: paced at 5 x 0.2 s, at most one listing per second after the first.
+    assert 1 <= listings <= 1 + int(elapsed), f"{listings} listings in {elapsed:.1f} s"
