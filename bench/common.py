@@ -101,7 +101,29 @@ def command_line(argv: list[str]) -> str:
     script = Path(argv[0]) if argv else Path("?")
     resolved = script.resolve()
     shown = resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else script.name
-    return shlex.join(["python", shown, *argv[1:]])
+    return shlex.join(["python", shown, *map(shown_argument, argv[1:])])
+
+
+def shown_argument(argument: str) -> str:
+    """An argument as recorded: a path outside the repository says what it is, never where it was (another
+    checkout by its commit, a file by its name), so a record names no machine's folders."""
+    if not argument.startswith(("/", "~")):
+        return argument
+    path = Path(argument).expanduser()
+    if path.resolve().is_relative_to(ROOT):
+        return path.resolve().relative_to(ROOT).as_posix() or "."
+    return f"<checkout at {checkout_commit(path)}>" if path.is_dir() else path.name
+
+
+def checkout_commit(path: Path) -> str:
+    """The short commit of the git checkout at `path` (a baseline), or its folder's name without git."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return path.name
+    return done.stdout.strip() or path.name
 
 
 def machine() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 when one run's noise is larger than the change.
 
     python bench/repeat.py overhead --baseline DIR [--runs 5] [more overhead.py options]
+    python bench/repeat.py search_scale --baseline DIR [--runs 5]
 
 Each run is the bench itself with `--baseline DIR` (both checkouts measured in the same run); the table shows, for
 each figure both targets report, every run's ratio (this checkout / baseline) and the median ratio. Recorded as
@@ -22,19 +23,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS_ENV, record
+from common import RESULTS_ENV, checkout_commit, record
 
 BENCH = Path(__file__).resolve().parent
 # Where each bench keeps the figures of this checkout and of the baseline in its record.
 FIGURES: dict[str, tuple[str, ...]] = {
     "overhead": ("cpu_ms_per_request", "p50_ms", "first_token_p50_ms", "requests_per_s"),
+    "search_scale": ("keyword_p99_ms", "keyword_p50_ms", "hybrid_p99_ms", "hybrid_p50_ms"),
 }
 
 
 def figures(bench: str, results: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """(this checkout, baseline) for each figure of one run's record."""
     ours, base = results["targets"]["toolsift"], results["targets"]["baseline"]
-    return {name: (ours[name], base[name]) for name in FIGURES[bench]}
+    return {name: (ours[name], base[name]) for name in FIGURES[bench] if name in ours and name in base}
 
 
 def main() -> None:
@@ -53,7 +55,8 @@ def main() -> None:
             command = [sys.executable, str(BENCH / f"{args.bench}.py"), "--baseline", str(args.baseline)]
             subprocess.run([*command, "--out", name, *rest], env=env, check=True, stdout=subprocess.DEVNULL)
             runs.append(figures(args.bench, json.loads((Path(directory) / f"{name}.json").read_text())["results"]))
-    print(f"{args.bench}: {args.runs} runs, each measuring this checkout and {args.baseline} in the same run\n")
+    baseline = checkout_commit(args.baseline)
+    print(f"{args.bench}: {args.runs} runs, each measuring this checkout and {baseline} in the same run\n")
     print(f"{'figure':<22} {'median':>10} {'baseline':>10} {'ratio':>7}   per run")
     summary: dict[str, Any] = {}
     for figure in runs[0]:
@@ -65,7 +68,7 @@ def main() -> None:
         shown = " ".join(f"{value:.3f}" for value in ratios)
         print(f"{figure:<22} {ours:>10.3f} {base:>10.3f} {ratio:>7.3f}   {shown}")
     if not args.no_record:
-        record(f"{args.bench}-repeat", {"runs": args.runs, "baseline": str(args.baseline), "figures": summary})
+        record(f"{args.bench}-repeat", {"runs": args.runs, "baseline": baseline, "figures": summary})
 
 
 if __name__ == "__main__":

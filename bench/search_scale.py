@@ -6,7 +6,10 @@ embedding cache serves the copies). Keyword queries are the data's user tasks; h
 model-style queries, each encoded afresh (no query cache). Embedding is timed cold (empty cache) and warm (a
 restart: model load plus cache read). Both data files ship in bench/data.
 
-    python bench/search_scale.py [--data PATH] [--no-semantic] [--no-record] [--out NAME]
+    python bench/search_scale.py [--data PATH] [--no-semantic] [--baseline DIR] [--no-record] [--out NAME]
+
+`--baseline DIR` also runs the same bench in another checkout (its own code and script) in the same run, and
+records both as targets, so `bench/repeat.py search_scale --baseline DIR` can take the median of several runs.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +36,7 @@ from app.discovery.cache import mcp_groups  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.mcp.client.catalog import build_catalog  # noqa: E402
-from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
+from bench.common import RESULTS_ENV, add_record_options, percentile, record, require_data  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "data" / "tool_retrieval_dev.json"
 SHORT_QUERIES = ROOT / "bench" / "data" / "short_queries_dev.json"
@@ -119,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--no-semantic", action="store_true", help="keyword search only")
+    parser.add_argument("--baseline", type=Path, help="also run this bench in another checkout, same run")
     add_record_options(parser, "search_scale")
     args = parser.parse_args()
     data = json.loads(require_data(args.data).read_text())
@@ -156,8 +162,39 @@ def main() -> None:
     if short is not None:
         results["hybrid"] = hybrid(tools, [query["text"] for query in json.loads(short.read_text())["queries"]])
         results["hybrid"]["data"] = short.name
+    if args.baseline:
+        results["targets"] = {"toolsift": headline(results), "baseline": headline(baseline(args))}
+        ours, base = results["targets"]["toolsift"], results["targets"]["baseline"]
+        print(f"\nat {SIZES[-1]:,} tools, this checkout / baseline:")
+        for name in ours:
+            if base.get(name):
+                print(f"  {name:<16} {ours[name]:>8.2f} {base[name]:>8.2f}  {ours[name] / base[name]:.3f}")
     if not args.no_record:
         record(args.out or "search_scale", results)
+
+
+def headline(results: dict[str, Any]) -> dict[str, float]:
+    """The figures a regression is judged on: latency at the largest size, keyword and hybrid."""
+    figures: dict[str, float] = {}
+    for kind in ("keyword", "hybrid"):
+        rows = results.get(kind)
+        rows = rows.get("rows") if isinstance(rows, dict) else rows
+        if rows:
+            largest = max(rows, key=lambda row: row["tools"])
+            figures[f"{kind}_p50_ms"], figures[f"{kind}_p99_ms"] = largest["p50_ms"], largest["p99_ms"]
+    return figures
+
+
+def baseline(args: argparse.Namespace) -> dict[str, Any]:
+    """The same bench run by another checkout, on this checkout's data."""
+    checkout = args.baseline.resolve()
+    command = [sys.executable, str(checkout / "bench" / "search_scale.py"), "--data", str(args.data.resolve())]
+    command += ["--out", "baseline"] + (["--no-semantic"] if args.no_semantic else [])
+    with tempfile.TemporaryDirectory() as directory:
+        env = {**os.environ, RESULTS_ENV: directory, "PYTHONPATH": str(checkout)}
+        subprocess.run(command, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
+        results: dict[str, Any] = json.loads((Path(directory) / "baseline.json").read_text())["results"]
+    return results
 
 
 if __name__ == "__main__":
