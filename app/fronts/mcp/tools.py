@@ -20,6 +20,7 @@ from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
 from app.discovery.search import Discovery, prepare_query, run_search
 from app.engine.request_tools import RequestTools, ToolKind
 from app.mcp.client.connections import McpManager
+from app.offload import off_loop
 from app.redaction import redact
 from app.schema_check import first_error
 
@@ -132,7 +133,8 @@ class ProxyCall(Tool):
         tool_arguments = arguments.get("arguments") or {}
         if not isinstance(tool_arguments, dict):
             return ToolResult(content="Error: 'arguments' must be an object.", is_error=True)
-        error = first_error(tool_arguments, entry.parameters)  # a broken schema is the backend's to enforce
+        # Sized by the caller's arguments: checked in the worker pool. A broken schema is the backend's to enforce.
+        error = await off_loop(first_error, tool_arguments, entry.parameters)
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "arguments"
             return ToolResult(

@@ -22,7 +22,7 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
-from fastmcp.exceptions import MCPError
+from mcp.shared.exceptions import MCPError
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
@@ -31,6 +31,7 @@ from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
 from app.offload import off_loop
 from app.redaction import redact
+from app.schema_check import first_error
 
 log = logging.getLogger("toolsift.mcp")
 
@@ -95,6 +96,7 @@ class ServerConnection:
         self._limits = settings.mcp_limits
         self._listed_at = -float("inf")
         self._listing_seconds = 0.0  # how long the last listing took, to pace the next
+        self._output_schemas: dict[str, dict[str, Any]] = {}
         self.startup_timeout = config.startup_timeout or settings.mcp_startup_timeout
         self.tool_timeout = config.tool_timeout or settings.tool_call_timeout
         self._ttl = settings.tool_cache_ttl
@@ -140,6 +142,10 @@ class ServerConnection:
         try:
             async with client:
                 self._client = client
+                # The SDK checks a structured result against the tool's output schema on the event loop with
+                # Python's backtracking `re` (a hostile server's `pattern` would be a ReDoS); ours runs on RE2, in
+                # the worker pool.
+                setattr(client.session, "validate_tool_result", self._check_result)  # noqa: B010
                 self._listed(await self._list(client))
                 self.state, self.error = ServerState.UP, None
                 log.info(
@@ -193,9 +199,21 @@ class ServerConnection:
         self._listing_seconds = self._listed_at - started
         return await off_loop(bounded_listing, tools, self._limits)
 
+    async def _check_result(self, name: str, result: mcp_types.CallToolResult) -> None:
+        """What the MCP SDK's `validate_tool_result` checks, with the same errors, bounded (see schema_check)."""
+        schema = self._output_schemas.get(name)
+        if schema is None:
+            return
+        if result.structured_content is None and "structured_content" not in result.model_fields_set:
+            raise RuntimeError(f"Tool {name} has an output schema but did not return structured content")
+        error = await off_loop(first_error, result.structured_content, schema)
+        if error is not None:
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {error.message}")
+
     def _listed(self, listing: Listing) -> None:
         """Take a new listing; what the limits cut, and `always_load` names it lacks, are warnings."""
         self.tools, self.notes, self._fingerprint = listing.tools, listing.notes, listing.fingerprint
+        self._output_schemas = {tool.name: tool.output_schema for tool in self.tools if tool.output_schema}
         for note in listing.notes:
             log.warning("mcpServers.%s: %s", self.name, note)
         tools = listing.tools

@@ -164,3 +164,36 @@ async def test_listings_are_paced_by_how_long_the_last_one_took(gateway_factory:
     listings = seen.count("list") - 1
     # 20 changes in ~0.4 s plus the wait: paced at 5 x 0.2 s, at most one listing per second after the first.
     assert 1 <= listings <= 1 + int(elapsed), f"{listings} listings in {elapsed:.1f} s"
+
+
+class _Coded(Tool):
+    """A tool whose declared output schema holds a catastrophic pattern, and whose result breaks it."""
+
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        from fastmcp.tools import ToolResult
+
+        return ToolResult(content="coded", structured_content={"code": "a" * 40 + "!"})
+
+
+async def test_a_structured_result_is_checked_on_re2_in_the_worker_pool(
+    gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP SDK would check it on the event loop with Python's `re`: `^(a+)+$` against 41 characters is 2^40
+    steps. The answer is the SDK's own error, and the check ran off the loop."""
+    threads: list[bool] = []
+    real = connections.first_error
+
+    def spy(instance: Any, schema: Any) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(instance, schema)
+
+    monkeypatch.setattr(connections, "first_error", spy)
+    server = FastMCP("coded")
+    output = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
+    server.add_tool(_Coded(name="lookup", description="Look a code up", parameters={"type": "object"},
+                           output_schema=output))  # fmt: skip
+    config = make_config(mcpServers={"coded": {"command": "unused"}}, tool_sets={})
+    _, gateway = await gateway_factory(config, targets={"coded": server})
+    text, failed = await gateway.mcp.call_tool("coded", "lookup", {})
+    assert failed and "Invalid structured content returned by tool lookup" in text and "does not match" in text
+    assert threads == [False]
