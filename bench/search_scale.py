@@ -6,9 +6,10 @@ embedding cache serves the copies). Keyword queries are the data's user tasks; h
 model-style queries, each encoded afresh (no query cache). Embedding is timed cold (empty cache) and warm (a
 restart: model load plus cache read). Both data files ship in bench/data.
 
-    python bench/search_scale.py [--data PATH] [--no-semantic] [--baseline DIR] [--no-record] [--out NAME]
+    python bench/search_scale.py [--data PATH] [--no-semantic] [--sizes 100,1000,10000] [--baseline DIR]
+                                 [--no-record] [--out NAME]
 
-`--baseline DIR` also runs the same bench in another checkout (its own code and script) in the same run, and
+`--baseline DIR` also runs this bench, on the same data, with another checkout's code in the same run, and
 records both as targets, so `bench/repeat.py search_scale --baseline DIR` can take the median of several runs.
 """
 
@@ -30,12 +31,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+if os.environ.get("TOOLSIFT_BENCH_CODE"):  # --baseline: the other checkout's app, this checkout's bench and data
+    sys.path.insert(0, os.environ["TOOLSIFT_BENCH_CODE"])
 
 from app.config import SemanticConfig, parse_config  # noqa: E402
-from app.discovery.cache import mcp_groups  # noqa: E402
 from app.discovery.search import Discovery, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
-from app.mcp.client.catalog import build_catalog  # noqa: E402
+
+try:
+    from app.discovery.cache import mcp_groups
+    from app.mcp.client.catalog import build_catalog
+except ImportError:  # a baseline checkout from before these moved (`--baseline` runs this script on its code)
+    from app.core.catalog import build_catalog  # type: ignore[attr-defined,no-redef]
+    from app.engine.request_tools import mcp_groups  # type: ignore[attr-defined,no-redef]
 from bench.common import RESULTS_ENV, add_record_options, percentile, record, require_data  # noqa: E402
 
 DEFAULT_DATA = ROOT / "bench" / "data" / "tool_retrieval_dev.json"
@@ -68,13 +76,13 @@ def build(config: Any, listings: dict[str, list[Any]], semantic: SemanticSearch 
     return Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
 
 
-def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
+def hybrid(tools: list[dict[str, Any]], queries: list[str], sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     """Embedding cold and warm, hybrid latency with short queries, and memory for the model and the vectors."""
     result: dict[str, Any] = {"queries": len(queries), "rows": []}
     print(f"\nHybrid search ({len(queries)} short queries, each encoded afresh; all-MiniLM-L6-v2, numpy)\n")
     header = f"{'tools':>7} {'embed cold s':>12} {'embedded':>9} {'warm s':>7} {'p50 ms':>7} {'p99 ms':>7} {'MB':>6}"
     print(header)
-    for size in SIZES:
+    for size in sizes:
         listings = grown_catalog(tools, size)
         config = parse_config({"mcpServers": {name: {"command": "unused"} for name in listings}}, environ={})
         with tempfile.TemporaryDirectory() as cache:
@@ -124,16 +132,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--no-semantic", action="store_true", help="keyword search only")
-    parser.add_argument("--baseline", type=Path, help="also run this bench in another checkout, same run")
+    parser.add_argument("--baseline", type=Path, help="also run this bench on another checkout's code, same run")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="catalog sizes, e.g. 10000")
     add_record_options(parser, "search_scale")
     args = parser.parse_args()
+    sizes = tuple(int(size) for size in args.sizes.split(","))
     data = json.loads(require_data(args.data).read_text())
     short = None if args.no_semantic else require_data(SHORT_QUERIES)
     tools, queries = data["tools"], [query["text"] for query in data["queries"]]
     results: dict[str, Any] = {"data": args.data.name, "queries": len(queries), "k": 5, "keyword": []}
     print(f"Search at scale ({args.data.name}; {len(queries)} queries per size, k=5)\n")
     print(f"{'tools':>7} {'build s':>8} {'memory MB':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
-    for size in SIZES:
+    for size in sizes:
         listings = grown_catalog(tools, size)
         servers = {name: {"command": "unused", "defer_loading": True} for name in listings}
         config = parse_config({"mcpServers": servers}, environ={})
@@ -160,12 +170,13 @@ def main() -> None:
         )  # fmt: skip
     print("\nbuild includes the catalog, the index and the manifest; memory is what they hold (tracemalloc).")
     if short is not None:
-        results["hybrid"] = hybrid(tools, [query["text"] for query in json.loads(short.read_text())["queries"]])
+        short_queries = [query["text"] for query in json.loads(short.read_text())["queries"]]
+        results["hybrid"] = hybrid(tools, short_queries, sizes)
         results["hybrid"]["data"] = short.name
     if args.baseline:
         results["targets"] = {"toolsift": headline(results), "baseline": headline(baseline(args))}
         ours, base = results["targets"]["toolsift"], results["targets"]["baseline"]
-        print(f"\nat {SIZES[-1]:,} tools, this checkout / baseline:")
+        print(f"\nat {max(sizes):,} tools, this checkout / baseline:")
         for name in ours:
             if base.get(name):
                 print(f"  {name:<16} {ours[name]:>8.2f} {base[name]:>8.2f}  {ours[name] / base[name]:.3f}")
@@ -186,13 +197,13 @@ def headline(results: dict[str, Any]) -> dict[str, float]:
 
 
 def baseline(args: argparse.Namespace) -> dict[str, Any]:
-    """The same bench run by another checkout, on this checkout's data."""
+    """This bench, same options and data, on another checkout's code (its `app` first on the path)."""
     checkout = args.baseline.resolve()
-    command = [sys.executable, str(checkout / "bench" / "search_scale.py"), "--data", str(args.data.resolve())]
-    command += ["--out", "baseline"] + (["--no-semantic"] if args.no_semantic else [])
+    command = [sys.executable, str(Path(__file__).resolve()), "--data", str(args.data.resolve()), "--out", "baseline"]
+    command += ["--sizes", args.sizes] + (["--no-semantic"] if args.no_semantic else [])
     with tempfile.TemporaryDirectory() as directory:
-        env = {**os.environ, RESULTS_ENV: directory, "PYTHONPATH": str(checkout)}
-        subprocess.run(command, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
+        env = {**os.environ, RESULTS_ENV: directory, "TOOLSIFT_BENCH_CODE": str(checkout)}
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         results: dict[str, Any] = json.loads((Path(directory) / "baseline.json").read_text())["results"]
     return results
 
