@@ -19,6 +19,7 @@ from app.codecs.responses.protocol import (
     AdditionalToolsItem,
     ClientToolDefinition,
     InputItem,
+    NamespaceTool,
     ParsedResponses,
     ResponsesRequest,
     ToolSearchOutputItem,
@@ -60,6 +61,9 @@ def parse_responses_request(raw_body: bytes, max_items: int, max_tools: int) -> 
             hosted.append((found, index))
         elif found is not None:
             tools.append(found)
+    count = sum(len(tool.tools) if isinstance(tool, NamespaceTool) else 1 for tool in tools)
+    if count > max_tools:  # a namespace's functions count one each
+        raise GatewayError(400, f"Too many tools: {count} (this gateway accepts at most {max_tools}).", param="tools")
     _check_tool_choice(request.tool_choice)
     return ParsedResponses(request, items, raw_items, tools, hosted, loaded_tools(items))
 

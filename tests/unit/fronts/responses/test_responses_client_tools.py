@@ -180,3 +180,12 @@ async def test_hosted_tools_are_left_out_and_said_so(
     assert upstream.tool_names(0)[0] == "apply_patch" and "web_search" not in json.dumps(upstream.requests[0])
     assert any("web_search, image_generation" in record.getMessage() for record in caplog.records)
     assert body["tools"] == tools, "the request's tools are echoed as sent"
+
+
+async def test_a_namespaces_functions_count_against_the_tool_limit(upstream: Upstream, gateway_factory: Any) -> None:
+    client, gateway = await gateway_factory()
+    functions = [{"type": "function", "name": f"f{index}"} for index in range(gateway.config.max_client_tools + 1)]
+    many = {"type": "namespace", "name": "big", "description": "Many.", "tools": functions}
+    response = await client.post("/v1/responses", json={"model": "fast", "input": "x", "tools": [many]})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "tools"
+    assert upstream.requests == []
