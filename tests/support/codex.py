@@ -25,7 +25,7 @@ def codex_config(base_url: str, model: str) -> str:
     )
 
 
-def codex_exec(
+def run_codex(
     prompt: str, base_url: str, model: str, workdir: Path, home: Path, key: str = "unused", timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`codex exec` run to its end in `workdir`, running its own tools without asking; `home` is its CODEX_HOME

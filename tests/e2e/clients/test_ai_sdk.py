@@ -40,8 +40,12 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         yield f"{base}/v1"
 
 
-def test_a_multi_step_run_with_text_and_a_tool_call_completes(scripted: ScriptedUpstream, gateway: str) -> None:
-    node_modules()  # skips (or fails in CI) without the pinned SDK
+def test_a_multi_step_run_with_text_and_a_tool_call_completes(
+    scripted: ScriptedUpstream, gateway: str, tmp_path: Path
+) -> None:
+    script = tmp_path / SCRIPT.name  # run beside the SDKs' folder: Node resolves imports from the script's place
+    script.write_text(SCRIPT.read_text())
+    (tmp_path / "node_modules").symlink_to(node_modules())  # skips (or fails in CI) without the pinned SDK
     node = shutil.which("node")
     assert node is not None, "Node.js runs the SDK"
     scripted.script(
@@ -50,7 +54,7 @@ def test_a_multi_step_run_with_text_and_a_tool_call_completes(scripted: Scripted
     environment = {**os.environ, "GATEWAY_URL": gateway, "GATEWAY_KEY": "key-sdk", "MODEL": "gpt-4.1-mini",
                    "PROMPT": "Where is order o-1?"}  # fmt: skip
     finished = subprocess.run(
-        [node, str(SCRIPT)], env=environment, capture_output=True, text=True, timeout=60, check=False
+        [node, str(script)], env=environment, capture_output=True, text=True, timeout=60, check=False
     )
     version = package_version("@ai-sdk/openai")
     assert finished.returncode == 0, f"@ai-sdk/openai {version} failed:\n{finished.stderr[-3000:]}"

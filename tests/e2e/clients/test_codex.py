@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
 from tests.support.clients import package_version
-from tests.support.codex import codex_exec
+from tests.support.codex import run_codex
 
 PLAIN_MODEL = "fast"  # an alias: Codex knows nothing of it and sends its default tools (a namespace among them)
 GPT5_MODEL = "gpt-5.5"  # a name Codex knows: it sends apply_patch as a freeform custom tool, and tool_search
@@ -50,7 +50,7 @@ def run(gateway: str, tmp_path: Path, prompt: str, model: str = PLAIN_MODEL) -> 
     """Codex's final answer (its stdout) and the directory it worked in; it must have ended well."""
     workdir = tmp_path / "work"
     workdir.mkdir()
-    finished = codex_exec(prompt, gateway, model, workdir, tmp_path / "codex-home", key="key-codex")
+    finished = run_codex(prompt, gateway, model, workdir, tmp_path / "codex-home", key="key-codex")
     assert finished.returncode == 0, f"codex {package_version('@openai/codex')} failed:\n{finished.stderr[-3000:]}"
     return finished.stdout, workdir
 

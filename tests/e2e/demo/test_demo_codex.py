@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.demo.model import LABEL
-from tests.support.codex import codex_exec
+from tests.support.codex import run_codex
 
 
 def run(demo: str, prompt: str, tmp_path: Path, model: str = "fast") -> tuple[str, Path]:
     workdir = tmp_path / "work"
     workdir.mkdir()
-    finished = codex_exec(prompt, f"{demo}/v1", model, workdir, tmp_path / "codex-home")
+    finished = run_codex(prompt, f"{demo}/v1", model, workdir, tmp_path / "codex-home")
     assert finished.returncode == 0, finished.stderr[-3000:]
     return finished.stdout, workdir
 
