@@ -41,11 +41,12 @@ class ToolEntry:
     tokens: int = field(default=0, compare=False)  # rough size of `definition` as sent, for metrics
     native: Native | None = field(default=None, compare=False, repr=False)  # a client tool in its own wire format
     strict: bool | None = field(default=None, compare=False, repr=False)  # a client tool asked for exact arguments
+    client_spec: ToolSpec | None = field(default=None, compare=False, repr=False)  # a client tool's, as it came
     spec: ToolSpec = field(init=False, compare=False, repr=False)  # the definition as the engine sends it upstream
 
     def __post_init__(self) -> None:
         # Made once: every round of every request sends each loaded tool's spec.
-        spec = ToolSpec(self.name, self.description, self.parameters, self.strict, self.native)
+        spec = self.client_spec or ToolSpec(self.name, self.description, self.parameters, self.strict, self.native)
         object.__setattr__(self, "spec", spec)
 
     @property
@@ -171,6 +172,7 @@ def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -
                 tokens=estimate_tokens(definition),
                 native=tool.spec.native,
                 strict=tool.spec.strict,
+                client_spec=tool.spec,
             )
         )
     return entries

@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 JsonObject = dict[str, Any]  # JSON the engine never reads: schemas, pass-through parameters, native payloads
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
-WireFormat = Literal["openai", "anthropic"]
+WireFormat = Literal["openai", "anthropic", "responses"]
+ToolType = Literal["function", "custom", "local_shell", "tool_search"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +60,34 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class Namespace:
+    """A named group of client tools (a Responses `namespace` tool): an upstream without namespaces sees its
+    functions as `{namespace}__{name}`, one of the same format gets the group back."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool definition as sent upstream, in no wire format's shape. `strict` asks for arguments that match
     `parameters` exactly. `native` is the definition as a front received it (a chat tool with its extra fields, an
-    Anthropic tool with its `cache_control`), for an upstream of the same format; the gateway's own fields
-    (`defer_loading`) are already taken out. `wire` keeps each codec's form of it, made the first time it is
-    sent, since a catalog's tools are sent every round of every request."""
+    Anthropic tool with its `cache_control`, a Responses tool of any client-executed type), for an upstream of the
+    same format; the gateway's own fields (`defer_loading`) are already taken out. `wire` keeps each codec's form
+    of it, made the first time it is sent, since a catalog's tools are sent every round of every request.
+
+    `kind` says how the client runs it: a `function` takes JSON arguments; the others are Responses tool types a
+    client executes, which an upstream that lacks them gets as a function with `parameters` (a `custom` tool's
+    freeform text as `{"input": ...}`, `local_shell` its exec action, a client `tool_search` its query). Their calls
+    travel in that form (`ToolCall.arguments`) between the edges. `namespace` is the group a function came in."""
 
     name: str
     description: str
     parameters: JsonObject
     strict: bool | None = None
     native: Native | None = None
+    kind: ToolType = "function"
+    namespace: Namespace | None = None
     wire: dict[WireFormat, JsonObject] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -130,10 +147,12 @@ class ResponseFormat:
 
 @dataclass(frozen=True, slots=True)
 class Reasoning:
-    """How much the model may think: an effort level (`low`, `medium`, ...) and/or a token budget."""
+    """How much the model may think: an effort level (`low`, `medium`, ...) and/or a token budget; `summary`, the
+    summary of it the client asked for (`auto`, `concise`, `detailed`), for an upstream that writes one."""
 
     effort: str | None = None
     budget_tokens: int | None = None
+    summary: str | None = None
 
 
 @dataclass(slots=True)
@@ -188,12 +207,24 @@ class ChatRequest:
     tool_set: str | None = None
     session_id: str | None = None
     loaded_tools: list[str] = field(default_factory=list)  # what the conversation found before (a stored response)
+    hosted_tools: list[HostedTool] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
 class ClientTool:
     spec: ToolSpec
     deferred: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HostedTool:
+    """A tool the upstream runs itself (web search, code interpreter, ...), as the client sent it (`native`): only
+    an upstream of that format that serves `type` can take it; the gateway leaves it out for the others, or refuses
+    the request (the provider's `unsupported_hosted_tools`). `where` is its place in the request, for errors."""
+
+    type: str
+    native: Native
+    where: str = ""
 
 
 @dataclass(slots=True)
@@ -205,6 +236,7 @@ class UpstreamRequest:
     tools: list[ToolSpec]
     options: Options
     stream: bool = False
+    hosted_tools: list[HostedTool] = field(default_factory=list)  # only those the provider serves
 
 
 @dataclass(slots=True)

@@ -94,13 +94,15 @@ class CallRefused:
 
 @dataclass(frozen=True, slots=True)
 class RoundFinished:
-    """An upstream call ended, answered or not; `unsent_tool_tokens` are the deferred definitions it did not carry."""
+    """An upstream call ended, answered or not; `unsent_tool_tokens` are the deferred definitions it did not carry,
+    `extra` the upstream's own fields of its turn (what a front may hand the client to pass back)."""
 
     round: int
     seconds: float
     usage: Usage | None
     unsent_tool_tokens: int
     ok: bool = True
+    extra: Native | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +120,10 @@ class DiscoveryStats:
     deferred_tools: int
     loaded_tools: tuple[str, ...]
     round_limit_reached: bool
+    hosted_tools_dropped: tuple[str, ...] = ()  # hosted tools the upstream could not run, left out of its calls
 
     def as_json(self) -> JsonObject:
+        dropped = {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
         return {
             "rounds": self.rounds,
             "search_calls": self.search_calls,
@@ -129,6 +133,7 @@ class DiscoveryStats:
             "deferred_tools": self.deferred_tools,
             "loaded_tools": list(self.loaded_tools),
             "round_limit_reached": self.round_limit_reached,
+            **dropped,
         }
 
 

@@ -21,6 +21,7 @@ from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
+from app.engine.hosted import hosted_tools
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
@@ -113,6 +114,7 @@ class Gateway:
         if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
             redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
         route = self.router.route(request.model, caller.upstream_key)
+        hosted, dropped = hosted_tools(request, route.provider, config)
         session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
         tools = await self.request_tools(request, session)
         loop = ChatLoop(
@@ -123,6 +125,8 @@ class Gateway:
             config.max_tool_calls_per_round,
             config.max_searches_per_request,
             policy=policy,
+            hosted=hosted,
+            hosted_dropped=dropped,
         )
         yield Routed(route.provider.name, route.model)
         remembered = False

@@ -16,7 +16,17 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from app.core.catalog import ToolEntry
-from app.core.model import ChatRequest, Delta, JsonObject, Message, ResponseMeta, ToolCall, UpstreamRequest, Usage
+from app.core.model import (
+    ChatRequest,
+    Delta,
+    HostedTool,
+    JsonObject,
+    Message,
+    ResponseMeta,
+    ToolCall,
+    UpstreamRequest,
+    Usage,
+)
 from app.discovery.search import shown_name
 from app.engine.events import (
     CallRefused,
@@ -59,6 +69,8 @@ class ChatLoop:
     tools_called: list[str] = field(default_factory=list)
     round_limit_reached: bool = False
     policy: CallPolicy | None = None
+    hosted: list[HostedTool] = field(default_factory=list)  # the request's hosted tools the provider serves
+    hosted_dropped: tuple[str, ...] = ()  # and those it does not, left out
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -71,7 +83,7 @@ class ChatLoop:
             while True:
                 turn = Turn()
                 upstream = UpstreamRequest(
-                    self.route.model, messages, self.tools.definitions(), options, request.stream
+                    self.route.model, messages, self.tools.definitions(), options, request.stream, self.hosted
                 )
                 async for event in self._round(upstream, turn):
                     yield event
@@ -123,7 +135,7 @@ class ChatLoop:
         except GatewayError:
             yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, ok=False)
             raise
-        yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent)
+        yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, extra=turn.extra)
 
     async def _deltas(self, upstream: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         if upstream.stream:
@@ -256,6 +268,7 @@ class ChatLoop:
             deferred_tools=len(self.tools.deferred_names),
             loaded_tools=tuple(self.tools.loaded_names),
             round_limit_reached=self.round_limit_reached,
+            hosted_tools_dropped=self.hosted_dropped,
         )
 
 

@@ -36,6 +36,7 @@ from app.discovery.search import (
 from app.offload import off_loop
 
 CLIENT_GROUP = "client"
+CLIENT_SUMMARY = "Tools of the calling application"
 
 
 class ToolKind(Enum):
@@ -158,14 +159,26 @@ def prepare_request_tools(
         client = auto_deferred(client, config.tool_discovery.auto_defer_client_tools, request.options.tool_choice)
     deferred_client = [entry for entry in client if entry.deferred] if enabled else []
     discovery = cache.get(catalog, request.tool_set, mcp)
-    if deferred_client:
-        label = CLIENT_GROUP if CLIENT_GROUP not in catalog.servers else f"{CLIENT_GROUP}_tools"
-        group = ManifestGroup(label, "Tools of the calling application", deferred_client)
+    for group in client_groups(deferred_client, catalog):
         discovery = cache.with_client_tools(catalog, request.tool_set, discovery, group)
     if not enabled:
         discovery = None
     discovery_config = config.tool_discovery
     return RequestTools([*client, *mcp], discovery, discovery_config.max_search_results, discovery_config.load_related)
+
+
+def client_groups(deferred: list[ToolEntry], catalog: Catalog) -> list[ManifestGroup]:
+    """The client's deferred tools as manifest groups: those of a namespace under its name and description (the
+    model sees the group, as OpenAI shows a deferred namespace), the others together as the calling application's."""
+    grouped: dict[str, list[ToolEntry]] = {}
+    summaries: dict[str, str] = {}
+    for entry in deferred:
+        namespace = entry.spec.namespace
+        label = namespace.name if namespace is not None else CLIENT_GROUP
+        label = label if label not in catalog.servers else f"{label}_tools"
+        grouped.setdefault(label, []).append(entry)
+        summaries.setdefault(label, namespace.description if namespace is not None else CLIENT_SUMMARY)
+    return [ManifestGroup(label, summaries[label], entries) for label, entries in grouped.items()]
 
 
 async def tools_for(

@@ -13,31 +13,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 
-from app.codecs.responses.items import function_call_item, message_item, messages_of, reasoning_item
-from app.codecs.responses.protocol import ParsedResponses
-from app.codecs.responses.requests import chat_request
-from app.core.model import ChatRequest, JsonObject, Message
+from app.codecs.responses.items import message_item, messages_of, reasoning_item, seal
+from app.codecs.responses.protocol import ItemReference, ParsedResponses
+from app.codecs.responses.requests import chat_request, request_tools
+from app.codecs.responses.tools import CALL_PREFIXES, call_item
+from app.core.model import ChatRequest, ClientTool, JsonObject, Message, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import Event
 from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
-from app.fronts.responses_items import ResponseCall, response_json
+from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_stream import ResponsesStream
-from app.fronts.responses_wire import input_items, parse_responses_request
+from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
 from app.fronts.sse_wire import KEEPALIVE
+from app.identity import Identity
 
 log = logging.getLogger("toolsift.stream")
 
 
-def answer_output(answer: Answer) -> list[JsonObject]:
+def answer_output(answer: Answer, state: ResponseCall) -> list[JsonObject]:
     output: list[JsonObject] = []
-    if answer.reasoning:
-        output.append(reasoning_item(answer.reasoning))
+    sealed = seal(answer.extra) if state.sealed_reasoning else None
+    if answer.reasoning or sealed:
+        output.append(reasoning_item(answer.reasoning or "", ident=state.item_id("rs"), encrypted=sealed))
     if answer.content:
-        output.append(message_item(answer.content))
-    output.extend(function_call_item(call) for call in answer.tool_calls)
+        output.append(message_item(answer.content, ident=state.item_id("msg")))
+    for call in answer.tool_calls:
+        spec = state.specs.get(call.name)
+        output.append(call_item(call, spec, state.item_id(CALL_PREFIXES[spec.kind if spec else "function"])))
     return output
 
 
@@ -51,38 +57,69 @@ class ResponsesFront:
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
         parsed = parse_responses_request(body, call.limits.max_messages, call.limits.max_tools)
-        call.state = ResponseCall(parsed, items=list(parsed.raw_items), size=len(body))
-        return chat_request(parsed)
+        request = chat_request(parsed)
+        call.state = ResponseCall(parsed, items=list(parsed.raw_items), size=len(body), specs=_specs(request.tools))
+        return request
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
-        """A `previous_response_id` puts the stored conversation (its input and output items) before the input."""
+        """A `previous_response_id` puts the stored conversation (its input and output items) before the input;
+        each `item_reference` is replaced by the item it names."""
         state = _state(call)
         previous_id = state.parsed.request.previous_response_id
-        if previous_id is None:
+        referenced = any(isinstance(item, ItemReference) for item in state.parsed.items)
+        if previous_id is None and not referenced:
             return request
-        stored = await self.store.get(call.identity, previous_id)
-        if stored is None:
-            raise GatewayError(
-                400, f"Previous response with id '{previous_id}' not found.", param="previous_response_id",
-                code="previous_response_not_found",
-            )  # fmt: skip
-        items = [*stored.items, *state.parsed.raw_items]
+        earlier: list[JsonObject] = []
+        if previous_id is not None:
+            stored = await self.store.get(call.identity, previous_id)
+            if stored is None:
+                raise GatewayError(
+                    400, f"Previous response with id '{previous_id}' not found.", param="previous_response_id",
+                    code="previous_response_not_found",
+                )  # fmt: skip
+            earlier, state.tools, state.size = stored.items, stored.tools, state.size + stored.size
+            request.loaded_tools = stored.tools  # the tools the conversation found stay loaded, searched once
+        raw = await self._resolved(call.identity, state.parsed) if referenced else state.parsed.raw_items
+        items = [*earlier, *raw]
         if len(items) > call.limits.max_messages:
             raise GatewayError(
                 400, f"Too many input items with the previous response's: {len(items)} (this gateway accepts at "
                 f"most {call.limits.max_messages}).", param="input",
             )  # fmt: skip
-        state.items, state.tools, state.size = items, stored.tools, state.size + stored.size
-        if stored.size > OFF_LOOP_BYTES:  # validating a long conversation takes milliseconds
-            request.messages = await asyncio.to_thread(_continued, stored.items, state.parsed)
+        state.items = items
+        if state.size > OFF_LOOP_BYTES:  # validating a long conversation takes milliseconds
+            request.messages, request.tools = await asyncio.to_thread(_continued, items, state.parsed)
         else:
-            request.messages = _continued(stored.items, state.parsed)
-        request.loaded_tools = stored.tools  # the tools the conversation found stay loaded, searched once
+            request.messages, request.tools = _continued(items, state.parsed)
+        state.specs = _specs(request.tools)
         return request
+
+    async def _resolved(self, owner: Identity, parsed: ParsedResponses) -> list[JsonObject]:
+        """The input with each `item_reference` replaced by the item it names: an output item of one of the
+        caller's own stored responses. Any other id is a 400 naming the item."""
+        found: dict[str, StoredResponse | None] = {}
+        resolved: list[JsonObject] = []
+        for index, (raw, item) in enumerate(zip(parsed.raw_items, parsed.items, strict=True)):
+            if not isinstance(item, ItemReference):
+                resolved.append(raw)
+                continue
+            response_id = response_of_item(item.id)
+            if response_id is not None and response_id not in found:
+                found[response_id] = await self.store.get(owner, response_id)
+            stored = found.get(response_id) if response_id is not None else None
+            output = stored.response["output"] if stored is not None else ()
+            match = next((kept for kept in output if kept.get("id") == item.id), None)
+            if match is None:
+                raise GatewayError(
+                    400, f"Item with id '{item.id}' not found: an item_reference names an output item of one of your "
+                    "stored responses.", param=f"input[{index}].id", code="item_not_found",
+                )  # fmt: skip
+            resolved.append(match)
+        return resolved
 
     async def answer(self, answer: Answer, call: Call) -> JsonObject:
         state = _state(call)
-        output = answer_output(answer)
+        output = answer_output(answer, state)
         model = answer.meta.model or call.model
         body = response_json(
             state, model, output, "completed", answer.usage, answer.discovery, finish_reason=answer.finish_reason
@@ -124,8 +161,15 @@ class ResponsesFront:
         return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
-def _continued(earlier: list[JsonObject], parsed: ParsedResponses) -> list[Message]:
-    return messages_of([*input_items(earlier), *parsed.items], parsed.request.instructions)
+def _continued(items: list[JsonObject], parsed: ParsedResponses) -> tuple[list[Message], list[ClientTool]]:
+    """The whole conversation's messages, and the request's tools with those its tool searches loaded."""
+    typed = input_items(items)
+    conversation = replace(parsed, items=typed, loaded=loaded_tools(typed))
+    return messages_of(typed, parsed.request.instructions), request_tools(conversation)
+
+
+def _specs(tools: list[ClientTool]) -> dict[str, ToolSpec]:
+    return {tool.spec.name: tool.spec for tool in tools}
 
 
 def _not_found(response_id: str) -> GatewayError:

@@ -3,12 +3,14 @@ the items in it are the Responses codec's (`app.codecs.responses.items`)."""
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
 from dataclasses import dataclass, field
 
 from app.codecs.responses.items import INCOMPLETE, item_id, usage_json
 from app.codecs.responses.protocol import ParsedResponses
-from app.core.model import JsonObject, Usage
+from app.core.model import JsonObject, ToolSpec, Usage
 from app.engine.events import DiscoveryStats
 from app.errors import GatewayError
 
@@ -23,6 +25,26 @@ class ResponseCall:
     items: list[JsonObject] = field(default_factory=list)  # the whole conversation's input items, for the store
     tools: list[str] = field(default_factory=list)  # the tools the conversation found before this request
     size: int = 0  # bytes of the conversation's request bodies, roughly: a large one is handled off-loop
+    specs: dict[str, ToolSpec] = field(default_factory=dict)  # the client's tools, by the engine's name
+    _numbers: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def sealed_reasoning(self) -> bool:
+        """The client asked for reasoning it can pass back (`include: ["reasoning.encrypted_content"]`)."""
+        return "reasoning.encrypted_content" in (self.parsed.request.include or ())
+
+    def item_id(self, prefix: str) -> str:
+        """An output item's id, which names its response: an `item_reference` to it finds it there."""
+        return f"{prefix}_{self.id.removeprefix('resp_')}{next(self._numbers):04x}"
+
+
+_ITEM_ID = re.compile(r"^[a-z]+_([0-9a-f]{32})[0-9a-f]{4,}$")
+
+
+def response_of_item(ident: str) -> str | None:
+    """The id of the response whose output holds the item `ident` (an id `ResponseCall.item_id` made)."""
+    found = _ITEM_ID.match(ident)
+    return f"resp_{found.group(1)}" if found else None
 
 
 def response_json(
@@ -54,7 +76,10 @@ def response_json(
         "output": output,
         "parallel_tool_calls": request.parallel_tool_calls is not False,
         "previous_response_id": request.previous_response_id,
-        "reasoning": {"effort": request.reasoning.effort if request.reasoning else None, "summary": None},
+        "reasoning": {
+            "effort": request.reasoning.effort if request.reasoning else None,
+            "summary": request.reasoning.summary if request.reasoning else None,
+        },
         "store": request.store is not False,
         "temperature": request.temperature,
         "text": {"format": {"type": "text"}, **text},

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codecs.responses.items import function_call_item, item_id, message_item, output_text, reasoning_item
-from app.core.model import JsonObject
+from app.codecs.responses.items import message_item, output_text, reasoning_item, seal
+from app.codecs.responses.tools import CALL_PREFIXES, call_item
+from app.core.model import JsonObject, Native
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -21,6 +22,7 @@ from app.engine.events import (
     Finished,
     KeepAlive,
     ReasoningDelta,
+    RoundFinished,
     RoundStarted,
     Routed,
 )
@@ -46,6 +48,7 @@ class ResponsesStream:
         self.output: list[JsonObject] = []
         self.open: _Open | None = None
         self.final: JsonObject = {}  # the completed response, to store
+        self.round_extra: Native | None = None  # the last round's own fields, sealed for the client once it ends
 
     def render(self, event: Event) -> list[str]:
         if isinstance(event, Routed):  # the upstream's name for the model, answered with
@@ -56,9 +59,13 @@ class ResponsesStream:
             return texts
         if isinstance(event, KeepAlive):
             return [KEEPALIVE]
+        if isinstance(event, RoundFinished):
+            self.round_extra = event.extra
+            return []
         if not isinstance(event, RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall):
             return []
         if isinstance(event, RoundStarted):
+            self.round_extra = None  # a round the gateway answered itself: the client never passes it back
             if self.committed:
                 return []
             self.committed = True
@@ -75,24 +82,45 @@ class ResponsesStream:
             if kind == "message":
                 return [*out, self._event("response.output_text.delta", **where, delta=event.text, logprobs=[])]
             return [*out, self._event("response.reasoning_text.delta", **where, delta=event.text)]
-        out = self._close()
+        out = [*self._close(), *self._sealed()]
         index = len(self.output)
-        item = function_call_item(event.call)
+        spec = self.state.specs.get(event.call.name)
+        kind = spec.kind if spec is not None else "function"
+        item = call_item(event.call, spec, self.state.item_id(CALL_PREFIXES[kind]))
         self.output.append(item)
         where = {"item_id": item["id"], "output_index": index}
-        added = {**item, "arguments": "", "status": "in_progress"}
-        arguments = event.call.arguments
+        added = call_item(event.call, spec, item["id"], "in_progress")
+        out.append(self._event("response.output_item.added", output_index=index, item=added))
+        if kind == "custom":
+            text = item["input"]
+            out.append(self._event("response.custom_tool_call_input.delta", **where, delta=text))
+            out.append(self._event("response.custom_tool_call_input.done", **where, input=text))
+        elif kind == "function":
+            arguments = event.call.arguments
+            out.append(self._event("response.function_call_arguments.delta", **where, delta=arguments))
+            out.append(
+                self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=arguments)
+            )
+        return [*out, self._event("response.output_item.done", output_index=index, item=item)]
+
+    def _sealed(self) -> list[str]:
+        """What the final round's upstream gave of its own reasoning, as a reasoning item the client passes back
+        (when it asked for `reasoning.encrypted_content`), before the turn's calls and its end."""
+        extra, self.round_extra = self.round_extra, None
+        sealed = seal(extra) if self.state.sealed_reasoning else None
+        if sealed is None:
+            return []
+        index = len(self.output)
+        item = reasoning_item("", ident=self.state.item_id("rs"), encrypted=sealed)
+        self.output.append(item)
         return [
-            *out,
-            self._event("response.output_item.added", output_index=index, item=added),
-            self._event("response.function_call_arguments.delta", **where, delta=arguments),
-            self._event("response.function_call_arguments.done", **where, name=event.call.name, arguments=arguments),
+            self._event("response.output_item.added", output_index=index, item={**item, "status": "in_progress"}),
             self._event("response.output_item.done", output_index=index, item=item),
         ]
 
     def _finished(self, event: Finished) -> tuple[list[str], JsonObject]:
         """The closing events and the final response (to store)."""
-        out = self._close()
+        out = [*self._close(), *self._sealed()]
         body = response_json(
             self.state, self.model, self.output, "completed", event.usage, event.discovery,
             finish_reason=event.finish_reason,
@@ -115,7 +143,7 @@ class ResponsesStream:
             return []
         out = self._close()
         index = len(self.output)
-        self.open = _Open(kind, item_id("msg" if kind == "message" else "rs"), index)
+        self.open = _Open(kind, self.state.item_id("msg" if kind == "message" else "rs"), index)
         self.output.append({})  # its place; filled when it closes
         if kind == "message":
             item, part = message_item("", "in_progress", self.open.id), output_text("")

@@ -1,8 +1,9 @@
 """OpenAI Responses API requests as they arrive: the body parsed and validated into the codec's protocol types.
 
-What an OpenAI-compatible chat upstream cannot take (hosted tools, server-side conversations, background runs,
-stored prompts) is refused with a 400 naming it, rather than dropped: a client must not believe a tool ran that
-never did. Logic lives in app/fronts/responses.py and the Responses codec.
+Tools the client runs itself are validated by type; any other type is a hosted tool, which the engine passes to an
+upstream that runs it or leaves out, saying so (or refuses, per provider). Server-side conversations, background
+runs and stored prompts are refused with a 400 naming them. Logic lives in app/fronts/responses.py and the
+Responses codec.
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.codecs.responses.protocol import (
-    HOSTED_TOOLS,
+    CLIENT_TOOL_MODELS,
     ITEM_MODELS,
     SEARCH_TOOL,
-    FunctionTool,
+    AdditionalToolsItem,
+    ClientToolDefinition,
     InputItem,
+    NamespaceTool,
     ParsedResponses,
     ResponsesRequest,
+    ToolSearchOutputItem,
 )
 from app.errors import GatewayError
-from app.fronts.wire import invalid_request, load_body
+from app.fronts.wire import invalid_request, load_body, param_path
 
 UNSUPPORTED_FIELDS = {
     "conversation": "server-side conversations; send 'previous_response_id' or the whole input instead",
@@ -49,9 +53,31 @@ def parse_responses_request(raw_body: bytes, max_items: int, max_tools: int) -> 
         raise GatewayError(400, "Invalid request: 'input' is required and must not be empty.", param="input")
     raw_items = _raw_items(request.input)
     items = input_items(raw_items)
-    tools = [tool for index, raw in enumerate(request.tools or ()) if (tool := _tool(raw, index)) is not None]
+    tools: list[ClientToolDefinition] = []
+    hosted: list[tuple[dict[str, Any], int]] = []
+    for index, raw in enumerate(request.tools or ()):
+        found = tool_definition(raw, ("tools", index))
+        if isinstance(found, dict):
+            hosted.append((found, index))
+        elif found is not None:
+            tools.append(found)
+    count = sum(len(tool.tools) if isinstance(tool, NamespaceTool) else 1 for tool in tools)
+    if count > max_tools:  # a namespace's functions count one each
+        raise GatewayError(400, f"Too many tools: {count} (this gateway accepts at most {max_tools}).", param="tools")
     _check_tool_choice(request.tool_choice)
-    return ParsedResponses(request, items, raw_items, tools)
+    return ParsedResponses(request, items, raw_items, tools, hosted, loaded_tools(items))
+
+
+def loaded_tools(items: list[InputItem]) -> list[ClientToolDefinition]:
+    """The tools the conversation's tool searches returned (and a developer added): callable from there on."""
+    loaded: list[ClientToolDefinition] = []
+    for index, item in enumerate(items):
+        if isinstance(item, ToolSearchOutputItem | AdditionalToolsItem):
+            for number, raw in enumerate(item.tools):
+                found = tool_definition(raw, ("input", index, "tools", number))
+                if found is not None and not isinstance(found, dict):
+                    loaded.append(found)
+    return loaded
 
 
 def _raw_items(value: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -67,7 +93,7 @@ def input_items(raw_items: list[dict[str, Any]]) -> list[InputItem]:
 
 
 def _item(raw: dict[str, Any], index: int) -> InputItem:
-    kind = raw.get("type", "message")
+    kind = raw.get("type", "message" if "role" in raw or "id" not in raw else "item_reference")
     model = ITEM_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
         known = ", ".join(ITEM_MODELS)
@@ -81,37 +107,31 @@ def _item(raw: dict[str, Any], index: int) -> InputItem:
         raise invalid_request(exc, ("input", index)) from None
 
 
-def _tool(raw: dict[str, Any], index: int) -> FunctionTool | None:
-    """A function tool; None for `tool_search` (toolsift searches anyway); a 400 for hosted tools."""
-    kind = raw.get("type")
-    if kind == SEARCH_TOOL:
+def tool_definition(raw: Any, where: tuple[str | int, ...]) -> ClientToolDefinition | dict[str, Any] | None:
+    """A tool the client runs, validated; a hosted tool as it came (a dict); None for a `tool_search` that
+    toolsift runs (it searches anyway)."""
+    param = param_path(where)
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(kind, str):
+        raise GatewayError(400, f"Invalid request: '{param}.type' must be a tool type.", param=f"{param}.type")
+    if kind == SEARCH_TOOL and raw.get("execution") != "client":
         return None
-    if kind in HOSTED_TOOLS:
-        raise GatewayError(
-            400,
-            f"The hosted tool '{kind}' is not supported by this gateway: it serves function tools and its own MCP "
-            "tools (found through search). Remove it from 'tools'.",
-            param=f"tools[{index}].type",
-            code="unsupported_tool",
-        )
-    if kind != "function":
-        raise GatewayError(
-            400, f"Invalid request: 'tools[{index}].type' {kind!r} is not supported (use 'function').",
-            param=f"tools[{index}].type", code="unsupported_tool",
-        )  # fmt: skip
+    model = CLIENT_TOOL_MODELS.get(kind)
+    if model is None:
+        return dict(raw)
     try:
-        return FunctionTool.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise invalid_request(exc, ("tools", index)) from None
+        raise invalid_request(exc, where) from None
 
 
 def _check_tool_choice(choice: str | dict[str, Any] | None) -> None:
     if not isinstance(choice, dict):
         return
-    if choice.get("type") != "function" or not isinstance(choice.get("name"), str):
+    if choice.get("type") not in ("function", "custom") or not isinstance(choice.get("name"), str):
         raise GatewayError(
             400,
             "Invalid request: 'tool_choice' must be 'auto', 'none', 'required' or "
-            '{"type": "function", "name": "..."} here.',
+            '{"type": "function" (or "custom"), "name": "..."} here.',
             param="tool_choice",
         )

@@ -7,9 +7,14 @@ from typing import Any
 import httpx
 import openai
 
+from tests.support.gateway import UPSTREAM
 from tests.support.scripted import _as_stream
 
 NOTE = {"title": "groceries", "body": "milk"}
+# The test upstream, refusing requests with hosted tools it cannot run rather than leaving them out.
+REFUSING = {
+    "up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0, "unsupported_hosted_tools": "refuse"}
+}
 
 
 def sdk(client: httpx.AsyncClient, key: str = "unused") -> openai.AsyncOpenAI:

@@ -1,27 +1,50 @@
 """Responses API items <-> the engine's messages: input items in; output items and usage out.
 
-Function calls and the reasoning before them become one assistant turn with tool calls, each output a tool
-message, as a chat upstream expects. `developer` turns become `system`, which every OpenAI-compatible upstream
-takes.
+Calls (of functions and of the other tools a client runs, `app.codecs.responses.tools`) and the reasoning before
+them become one assistant turn with tool calls, each output a tool message, as a chat upstream expects.
+`developer` turns become `system`, which every OpenAI-compatible upstream takes. What an upstream gave of its own
+about a turn's reasoning (an OpenAI-compatible upstream's `reasoning_details`) reaches the client sealed in a
+reasoning item's `encrypted_content`, and goes back upstream with the turn when the client passes the item back.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import uuid
 from typing import Any
 
 from app.codecs.responses.protocol import (
+    CustomToolCallItem,
+    CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,
+    LocalShellCallItem,
+    LocalShellCallOutputItem,
     MessageItem,
     ReasoningItem,
+    ToolSearchCallItem,
+    ToolSearchOutputItem,
 )
-from app.core.model import JsonObject, Message, Part, ToolCall, Usage
+from app.codecs.responses.tools import (
+    LOCAL_SHELL,
+    TOOL_SEARCH,
+    action_arguments,
+    call_item,
+    custom_arguments,
+    flat_name,
+)
+from app.core.model import JsonObject, Message, Native, Part, ToolCall, Usage
 from app.errors import GatewayError
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reasons, as Responses says
+SEALED = "toolsift.v1."  # what starts an `encrypted_content` the gateway made
+SEALED_FIELDS = ("reasoning_details",)  # an OpenAI-compatible upstream's own reasoning fields, sent back next turn
+CallItem = FunctionCallItem | CustomToolCallItem | LocalShellCallItem | ToolSearchCallItem
+OutputItem = FunctionCallOutputItem | CustomToolCallOutputItem | LocalShellCallOutputItem
 
 
 def item_id(prefix: str) -> str:
@@ -29,29 +52,96 @@ def item_id(prefix: str) -> str:
 
 
 def messages_of(items: list[InputItem], instructions: str | None) -> list[Message]:
-    """The conversation as the engine's messages, `instructions` first as a system message."""
+    """The conversation as the engine's messages, `instructions` first as a system message. Item references and
+    added tools are the front's (it resolves the one and loads the other) and are skipped here."""
     messages = [Message("system", instructions)] if instructions else []
     reasoning: str | None = None  # a reasoning item passed back belongs to the assistant turn after it
+    carried: Native | None = None  # and what the upstream gave of its own with it
     for index, item in enumerate(items):
+        last = messages[-1] if messages else None
         if isinstance(item, ReasoningItem):
             reasoning = _reasoning_text(item) or reasoning
-        elif isinstance(item, FunctionCallItem):
-            call = ToolCall(item.call_id, item.name, item.arguments)
-            last = messages[-1] if messages else None
-            if last is not None and last.role == "assistant" and reasoning is None:
+            own = _carried(item)
+            if own is not None and last is not None and last.role == "assistant" and last.extra is None:
+                last.extra = own  # streamed, it comes after the turn's text, before its calls
+            else:
+                carried = own or carried
+        elif isinstance(item, CallItem):
+            call = _call(item)
+            if last is not None and last.role == "assistant" and reasoning is None and carried is None:
                 last.tool_calls.append(call)
             else:
-                messages.append(Message("assistant", None, [call], reasoning=reasoning))
-                reasoning = None
-        elif isinstance(item, FunctionCallOutputItem):
-            messages.append(Message("tool", _output_text(item.output), tool_call_id=item.call_id))
+                messages.append(Message("assistant", None, [call], reasoning=reasoning, extra=carried))
+                reasoning = carried = None
+        elif isinstance(item, OutputItem):
+            call_id = item.call_id or (item.id if isinstance(item, LocalShellCallOutputItem) else None) or ""
+            messages.append(Message("tool", _output_text(item.output), tool_call_id=call_id))
+        elif isinstance(item, ToolSearchOutputItem):
+            if item.call_id:
+                messages.append(Message("tool", _loaded_text(item), tool_call_id=item.call_id))
         elif isinstance(item, MessageItem):
             role = "system" if item.role == "developer" else item.role
             content = _content(item.content, index, role == "assistant")
-            messages.append(Message(role, content, reasoning=reasoning if role == "assistant" else None))
-            if role == "assistant":
-                reasoning = None
+            assistant = role == "assistant"
+            messages.append(Message(role, content, reasoning=reasoning if assistant else None,
+                                    extra=carried if assistant else None))  # fmt: skip
+            if assistant:
+                reasoning = carried = None
     return messages
+
+
+def _call(item: CallItem) -> ToolCall:
+    if isinstance(item, FunctionCallItem):
+        name = flat_name(item.namespace, item.name) if item.namespace else item.name
+        return ToolCall(item.call_id, name, item.arguments)
+    if isinstance(item, CustomToolCallItem):
+        name = flat_name(item.namespace, item.name) if item.namespace else item.name
+        return ToolCall(item.call_id, name, custom_arguments(item.input))
+    if isinstance(item, LocalShellCallItem):
+        return ToolCall(item.call, LOCAL_SHELL, action_arguments(item.action))
+    arguments = item.arguments if isinstance(item.arguments, dict) else {"query": str(item.arguments or "")}
+    return ToolCall(item.call_id or item.id or "", TOOL_SEARCH, json.dumps(arguments, ensure_ascii=False))
+
+
+def _loaded_text(item: ToolSearchOutputItem) -> str:
+    """What a tool search loaded, as the model calls it (a namespace's functions by their flat names)."""
+    names: list[str] = []
+    for tool in item.tools:
+        name = str(tool.get("name") or tool.get("type"))
+        inner = tool.get("tools") if tool.get("type") == "namespace" else None
+        if isinstance(inner, list):
+            names += [flat_name(name, str(each.get("name"))) for each in inner if isinstance(each, dict)]
+        else:
+            names.append(name)
+    return f"Tools loaded, callable now: {', '.join(names)}." if names else "No tools found."
+
+
+def seal(extra: Native | None) -> str | None:
+    """An upstream's own reasoning fields of a turn as an opaque `encrypted_content`, or None when it gave none."""
+    if extra is None or extra.format != "openai":
+        return None
+    own = {key: extra.value[key] for key in SEALED_FIELDS if extra.value.get(key)}
+    if not own:
+        return None
+    text = json.dumps({"format": extra.format, "value": own}, ensure_ascii=False, separators=(",", ":"))
+    return SEALED + base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def _carried(item: ReasoningItem) -> Native | None:
+    """What a reasoning item passed back carries for the upstream: the fields the gateway sealed, or a
+    Responses upstream's own reasoning item (its `encrypted_content`), for an upstream of that format."""
+    sealed = item.encrypted_content
+    if not sealed:
+        return None
+    if not sealed.startswith(SEALED):
+        return Native("responses", {"reasoning": [item.model_dump(exclude_none=True)]})
+    try:
+        found = json.loads(base64.urlsafe_b64decode(sealed[len(SEALED) :].encode()))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    if not isinstance(found, dict) or found.get("format") != "openai" or not isinstance(found.get("value"), dict):
+        return None
+    return Native("openai", {key: found["value"][key] for key in SEALED_FIELDS if key in found["value"]})
 
 
 def _reasoning_text(item: ReasoningItem) -> str | None:
@@ -93,14 +183,19 @@ def _content(content: str | list[dict[str, Any]], index: int, assistant: bool) -
     return parts
 
 
-def reasoning_item(text: str, status: str = "completed", ident: str | None = None) -> JsonObject:
-    return {
+def reasoning_item(
+    text: str, status: str = "completed", ident: str | None = None, encrypted: str | None = None
+) -> JsonObject:
+    item: JsonObject = {
         "id": ident or item_id("rs"),
         "type": "reasoning",
         "summary": [],
-        "content": [{"type": "reasoning_text", "text": text}] if status == "completed" else [],
+        "content": [{"type": "reasoning_text", "text": text}] if status == "completed" and text else [],
         "status": status,
     }
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
 
 
 def message_item(text: str, status: str = "completed", ident: str | None = None) -> JsonObject:
@@ -118,14 +213,7 @@ def output_text(text: str) -> JsonObject:
 
 
 def function_call_item(call: ToolCall, status: str = "completed", ident: str | None = None) -> JsonObject:
-    return {
-        "id": ident or item_id("fc"),
-        "type": "function_call",
-        "call_id": call.id,
-        "name": call.name,
-        "arguments": call.arguments if status == "completed" else "",
-        "status": status,
-    }
+    return call_item(call, None, ident or item_id("fc"), status)
 
 
 def usage_json(usage: Usage | None) -> JsonObject | None:

@@ -5,7 +5,8 @@ as a Responses request body, for an upstream that speaks the Responses API.
 from __future__ import annotations
 
 from app.codecs.responses.items import messages_of
-from app.codecs.responses.protocol import FunctionTool, ParsedResponses
+from app.codecs.responses.protocol import ParsedResponses, ResponsesRequest
+from app.codecs.responses.tools import client_tools, hosted_tool
 from app.core.model import (
     ChatRequest,
     ChoiceMode,
@@ -22,6 +23,14 @@ from app.core.model import (
 )
 
 MODES: dict[str, ChoiceMode] = {"auto": "auto", "none": "none", "required": "required"}  # checked by the front
+# Read here or by the front; every other field passes on to an upstream that speaks Responses (`include`, say).
+READ_FIELDS = frozenset(
+    {
+        "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
+        "temperature", "top_p", "text", "reasoning", "stream", "store", "previous_response_id", "user",
+        "background", "tool_set", "session_id", "metadata",
+    }
+)  # fmt: skip
 
 
 def chat_request(parsed: ParsedResponses) -> ChatRequest:
@@ -39,28 +48,51 @@ def chat_request(parsed: ParsedResponses) -> ChatRequest:
         options.response_format = ResponseFormat(
             text_format.type, text_format.name, text_format.json_schema, text_format.description, text_format.strict
         )
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        options.reasoning = Reasoning(effort=request.reasoning.effort)
+    reasoning = request.reasoning
+    if reasoning is not None and (reasoning.effort is not None or reasoning.summary is not None):
+        options.reasoning = Reasoning(effort=reasoning.effort, summary=reasoning.summary)
     choice = request.tool_choice
     if isinstance(choice, dict):
         options.tool_choice = ToolChoice("tool", choice["name"])
     elif choice is not None:
         options.tool_choice = ToolChoice(MODES[choice])
+    passed = _passed(request)
+    if passed:
+        options.params["responses"] = passed
     return ChatRequest(
         model=request.model,
         messages=messages_of(parsed.items, request.instructions),
-        tools=[_client_tool(tool) for tool in parsed.tools],
+        tools=request_tools(parsed),
         options=options,
         stream=request.stream,
         tool_set=request.tool_set,
         session_id=request.session_id,
+        hosted_tools=[hosted_tool(raw, index) for raw, index in parsed.hosted],
     )
 
 
-def _client_tool(tool: FunctionTool) -> ClientTool:
-    parameters = tool.parameters or {"type": "object", "properties": {}}
-    spec = ToolSpec(tool.name, tool.description or "", parameters, tool.strict)
-    return ClientTool(spec, deferred=tool.defer_loading)
+def request_tools(parsed: ParsedResponses) -> list[ClientTool]:
+    """The client's tools, then those its conversation's tool searches loaded that it does not send itself."""
+    tools = [tool for definition in parsed.tools for tool in client_tools(definition)]
+    names = {tool.spec.name for tool in tools}
+    for definition in parsed.loaded:
+        for tool in client_tools(definition, loaded=True):
+            if tool.spec.name not in names:
+                names.add(tool.spec.name)
+                tools.append(tool)
+    return tools
+
+
+def _passed(request: ResponsesRequest) -> JsonObject:
+    """The fields no typed option covers, for an upstream that speaks Responses: `include`, `prompt_cache_key`,
+    `text.verbosity`, ..."""
+    passed = {key: value for key, value in (request.model_extra or {}).items() if key not in READ_FIELDS}
+    if request.include:
+        passed["include"] = list(request.include)
+    verbosity = (request.text.model_extra or {}).get("verbosity") if request.text is not None else None
+    if verbosity is not None:
+        passed["text"] = {"verbosity": verbosity}
+    return passed
 
 
 def request_body(request: UpstreamRequest) -> JsonObject:
@@ -68,8 +100,9 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     every round, as it does to a chat upstream."""
     options = request.options
     body: JsonObject = {"model": request.model, "input": [item for m in request.messages for item in input_of(m)]}
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
+    tools = [*(_tool(tool) for tool in request.tools), *(tool.native.value for tool in request.hosted_tools)]
+    if tools:
+        body["tools"] = tools
     choice = options.tool_choice
     if choice is not None:
         body["tool_choice"] = {"type": "function", "name": choice.name} if choice.mode == "tool" else choice.mode
@@ -83,8 +116,15 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     body.update({name: value for name, value in passed.items() if value is not None})
     if options.response_format is not None:
         body["text"] = {"format": _text_format(options.response_format)}
-    if options.reasoning is not None and options.reasoning.effort is not None:
-        body["reasoning"] = {"effort": options.reasoning.effort}
+    reasoning = options.reasoning
+    if reasoning is not None and (reasoning.effort is not None or reasoning.summary is not None):
+        body["reasoning"] = {
+            key: value for key, value in (("effort", reasoning.effort), ("summary", reasoning.summary)) if value
+        }
+    own = options.params.get("responses") or {}  # `include`, `prompt_cache_key`, ...: under the typed fields
+    if isinstance(own.get("text"), dict) and "text" in body:
+        body["text"] = {**own["text"], **body["text"]}
+    body = {**own, **body}
     body["store"] = False
     if request.stream:
         body["stream"] = True
@@ -127,6 +167,10 @@ def _content(content: str | list[Part] | None) -> str | list[JsonObject]:
 
 
 def _tool(tool: ToolSpec) -> JsonObject:
+    """A tool as a Responses client sent it (a namespaced one as its own function, under its flat name: namespaces
+    are regrouped by a Responses provider, which knows them from `ToolSpec.namespace`), else as a function."""
+    if tool.native is not None and tool.native.format == "responses" and tool.namespace is None:
+        return tool.native.value
     wire: JsonObject = {"type": "function", "name": tool.name, "description": tool.description}
     wire["parameters"] = tool.parameters
     if tool.strict is not None:

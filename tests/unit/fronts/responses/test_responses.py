@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from tests.support import Upstream, completion, make_config
-from tests.support.responses import NOTE, sdk, streamed
+from tests.support.responses import NOTE, REFUSING, sdk, streamed
 
 LOOKUP = {
     "type": "function",
@@ -240,7 +240,7 @@ async def test_stored_responses_belong_to_their_caller(upstream: Upstream, gatew
 
 @pytest.mark.parametrize("tool", ["web_search", "file_search", "code_interpreter", "computer_use_preview"])
 async def test_hosted_tools_are_refused_clearly(upstream: Upstream, gateway_factory: Any, tool: str) -> None:
-    client, _ = await gateway_factory()
+    client, _ = await gateway_factory(make_config(providers=REFUSING))
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk(client).responses.create(model="fast", input="x", tools=[{"type": tool}])  # type: ignore[list-item]
     assert f"hosted tool '{tool}' is not supported" in refused.value.message
@@ -261,10 +261,12 @@ async def test_tool_search_tool_is_served_by_the_gateway(upstream: Upstream, gat
 
 async def test_bad_requests_are_answered_in_openai_shape(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
-    response = await client.post("/v1/responses", json={"model": "fast", "input": [{"type": "item_reference"}]})
+    response = await client.post("/v1/responses", json={"model": "fast", "input": [{"type": "compaction_trigger"}]})
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == "input[0].type"
+    response = await client.post("/v1/responses", json={"model": "fast", "input": [{"type": "item_reference"}]})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "input[0].id"
     response = await client.post("/v1/responses", json={"model": "fast", "input": [{"role": "user"}]})
     assert response.json()["error"]["param"] == "input[0].content"
     response = await client.post("/v1/responses", json={"model": "fast"})

@@ -12,8 +12,8 @@ import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, WebSearchTool, function_tool, set_tracing_disabled
 
-from tests.support import Upstream, completion
-from tests.support.responses import NOTE, streamed
+from tests.support import Upstream, completion, make_config
+from tests.support.responses import NOTE, REFUSING, streamed
 
 set_tracing_disabled(True)
 SHIPPED: list[str] = []
@@ -105,7 +105,8 @@ async def test_agent_streamed_and_chained_by_previous_response_id(upstream: Upst
 
 
 async def test_agent_with_a_hosted_tool_gets_a_clear_400(upstream: Upstream, gateway_factory: Any) -> None:
-    client, _ = await gateway_factory()
+    """With `unsupported_hosted_tools: "refuse"`: a hosted tool the upstream cannot run is a 400."""
+    client, _ = await gateway_factory(make_config(providers=REFUSING))
     api, _ = recording(client)
     agent = Agent(name="web", model=OpenAIResponsesModel(model="fast", openai_client=api), tools=[WebSearchTool()])
     with pytest.raises(openai.BadRequestError) as refused:

@@ -1,0 +1,30 @@
+"""`make demo` answering Codex CLI itself, set up as the README says: a prompt that needs a deferred demo tool is
+searched, run and answered, and a command to run goes to Codex's own shell tool (`exec_command`), which runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.demo.model import LABEL
+from tests.support.codex import run_codex
+
+
+def run(demo: str, prompt: str, tmp_path: Path, model: str = "fast") -> tuple[str, Path]:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    finished = run_codex(prompt, f"{demo}/v1", model, workdir, tmp_path / "codex-home")
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return finished.stdout, workdir
+
+
+def test_codex_gets_a_deferred_demo_tools_result(demo: str, tmp_path: Path) -> None:
+    answer, _ = run(demo, "Convert 250 USD to EUR.", tmp_path)
+    assert answer.startswith(LABEL) and "I searched the tools" in answer
+    assert "finance__convert_currency" in answer and "219.25" in answer
+
+
+def test_codex_runs_the_command_the_demo_gives_its_shell_tool(demo: str, tmp_path: Path) -> None:
+    prompt = "Run `echo hello from the demo > hello.txt && cat hello.txt` in the shell."
+    answer, workdir = run(demo, prompt, tmp_path, model="gpt-5.5")
+    assert (workdir / "hello.txt").read_text() == "hello from the demo\n"
+    assert "`exec_command`" in answer and "hello from the demo" in answer
