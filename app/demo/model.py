@@ -18,6 +18,7 @@ from typing import Any
 
 from app.demo.arguments import Context, Filled, compact, fill
 from app.demo.reading import CHAT_WORDS, Facts, content_words, read_facts, split_tasks, stems
+from app.demo.shell import shell_call, without_reminders
 
 LABEL = "[demo model: a scripted stand-in for an LLM]"
 ASKING = "I need"  # in an answer that asks for arguments, so the user's reply is read together with the request
@@ -88,9 +89,9 @@ def _request_text(messages: list[dict[str, Any]], users: list[int]) -> str:
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
-        return content
+        return without_reminders(content)
     if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        return " ".join(without_reminders(str(part.get("text", ""))) for part in content if isinstance(part, dict))
     return ""
 
 
@@ -143,7 +144,10 @@ def _next_move(
     forced = _forced(choice)
     if choice == "none":
         return f'You asked for an answer without tools, and without them I have nothing to say about "{task}".'
-    query = " ".join(content_words(re.sub(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)", " ", task)))  # quoted text is data
+    shell = shell_call(task, tools) if forced is None else None
+    if shell is not None:
+        return _call(index, *shell)
+    query = " ".join(content_words(re.sub(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`", " ", task)))  # data
     searchable = SEARCH in tools and not step.searches
     vocabulary: set[str] = set()
     for function in tools.values():

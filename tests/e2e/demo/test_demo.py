@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,7 +17,7 @@ import pytest
 from openai import OpenAI
 
 from app.demo.model import LABEL, respond
-from tests.support import ROOT, free_port, served_gateway
+from tests.support import ROOT
 
 README = (ROOT / "README.md").read_text()
 # What each README prompt's answer must contain: the MCP tools' own results for it (the prompts are the README's;
@@ -43,20 +42,6 @@ def _blocks(section: str, language: str) -> list[str]:
 def readme_prompts() -> list[str]:
     text = _section("Quick start") + _section("Streaming")
     return re.findall(r'"content": "([^"]+)"', text) + re.findall(r'content: "([^"]+)"', text)
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`toolsift demo` on the bundled config; keyword search only, so that results do not depend on how far the
-    background embedding of the tools has got (and the start is quicker)."""
-    config = json.loads((ROOT / "config.json").read_text())
-    for server in config["mcpServers"].values():
-        server["args"] = [str(ROOT / arg) for arg in server["args"]]
-    config["tool_discovery"]["semantic"] = {"enabled": False}
-    path = tmp_path_factory.mktemp("demo") / "config.json"
-    path.write_text(json.dumps(config))
-    with served_gateway(path, free_port(), command="demo") as base:
-        yield base
 
 
 def _client(base: str) -> OpenAI:
