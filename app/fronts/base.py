@@ -4,9 +4,9 @@ errors out. The server edge (`app/server/serve.py`) runs the same pipeline for a
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.core.model import ChatRequest, JsonObject
@@ -35,6 +35,7 @@ class Call:
     model: str = ""
     request: ChatRequest | None = None  # once parsed
     state: object = None  # the front's own record of the request (its wire fields the engine has no place for)
+    headers: Mapping[str, str] = field(default_factory=dict)  # the request's headers, names in lower case
 
 
 class Front(Protocol):

@@ -12,6 +12,7 @@ from typing import Any
 
 from app import tokens
 from app.codecs.anthropic.answers import error_type, stop_reason, thinking_blocks, tool_use_json, usage_json
+from app.codecs.anthropic.protocol import BETA_HEADER
 from app.codecs.anthropic.requests import chat_request
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
@@ -64,7 +65,8 @@ class MessagesFront:
     keepalive = PING
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
-        return chat_request(*parse_messages_request(body, call.limits.max_messages, call.limits.max_tools))
+        request, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools)
+        return chat_request(request, payload, call.headers.get(BETA_HEADER))
 
     def count(self, body: bytes, call: Call) -> JsonObject:
         _, payload = parse_messages_request(body, call.limits.max_messages, call.limits.max_tools, counting=True)

@@ -1,5 +1,6 @@
 """Anthropic's Messages API as an upstream: the round written straight from the engine's model by the Anthropic
-codec, and each answer (or stream event) checked once and read once by it."""
+codec, and each answer (or stream event) checked once and read once by it. The beta features a Messages client
+asked for (`anthropic-beta`) go with the call, beside those the provider's `extra_headers` name."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import json
 from collections.abc import AsyncGenerator
 
 from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
-from app.codecs.anthropic.protocol import AnthropicEvent, AnthropicMessage
+from app.codecs.anthropic.protocol import BETA_HEADER, AnthropicEvent, AnthropicMessage
 from app.codecs.anthropic.requests import request_body
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest
 from app.errors import GatewayError
-from app.providers.base import HttpProvider, upstream_error
+from app.providers.base import HttpProvider, log_foreign_options, upstream_error
 
 OVERLOADED = 529  # Anthropic's own status; clients know 503 as "try again later"
 
@@ -24,6 +25,8 @@ class AnthropicProvider(HttpProvider):
             auth["x-api-key"] = config.api_key
         super().__init__(name, config, auth, unset_key_variable)
         self.max_tokens = config.max_tokens
+        configured = next((v for k, v in config.extra_headers.items() if k.lower() == BETA_HEADER), "")
+        self.betas = _betas(configured)
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         return {"x-api-key": api_key}
@@ -35,15 +38,17 @@ class AnthropicProvider(HttpProvider):
         return error
 
     async def complete(self, request: UpstreamRequest) -> Delta:
-        message = await self.post_json("/messages", self._body(request))
+        log_foreign_options(self.name, request, "anthropic")
+        message = await self.post_json("/messages", self._body(request), self._headers(request))
         if message.get("type") != "message":
             raise self.invalid_response("a response that is not a message")
         return delta_from_message(self.checked(AnthropicMessage, message, "message"))
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        log_foreign_options(self.name, request, "anthropic")
         decoder = StreamDecoder()
         body = {**self._body(request), "stream": True}
-        async for event in self.stream_events("/messages", body):
+        async for event in self.stream_events("/messages", body, self._headers(request)):
             if event.get("type") == "error":
                 raise self.error_from(502, json.dumps(event).encode())
             for delta in decoder.deltas(self.checked(AnthropicEvent, event, "stream event")):
@@ -51,3 +56,14 @@ class AnthropicProvider(HttpProvider):
 
     def _body(self, request: UpstreamRequest) -> dict[str, object]:
         return request_body(request, self.max_tokens)
+
+    def _headers(self, request: UpstreamRequest) -> dict[str, str] | None:
+        """The client's betas after the configured ones, each once."""
+        asked = _betas(request.options.headers.get("anthropic", {}).get(BETA_HEADER, ""))
+        if not asked:
+            return None
+        return {BETA_HEADER: ",".join(dict.fromkeys([*self.betas, *asked]))}
+
+
+def _betas(header: str) -> list[str]:
+    return [name.strip() for name in header.split(",") if name.strip()]

@@ -14,7 +14,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from app import strict_json
 from app.config import ProviderConfig
-from app.core.model import Delta, UpstreamRequest
+from app.core.model import Delta, UpstreamRequest, WireFormat
 from app.errors import GatewayError
 from app.providers.answers import problem
 from app.providers.transport import upstream_client
@@ -118,8 +118,10 @@ class HttpProvider:
     def error_from(self, status: int, content: bytes) -> GatewayError:
         return upstream_error(self.name, status, content)
 
-    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await self._send_with_retries(path, body, stream=False)
+    async def post_json(
+        self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        response = await self._send_with_retries(path, body, False, headers)
         content = response.content
         # Decoding a large answer takes milliseconds: off the event loop (the answer is already capped in size).
         payload = await asyncio.to_thread(parse_json, content) if len(content) > 256 * 1024 else parse_json(content)
@@ -127,9 +129,11 @@ class HttpProvider:
             raise self.invalid_response("a response that is not a JSON object")
         return payload
 
-    async def stream_events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def stream_events(
+        self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON of each SSE `data:` line, until `[DONE]` or the end; the HTTP stream closes with the generator."""
-        response = await self._send_with_retries(path, body, stream=True)
+        response = await self._send_with_retries(path, body, True, headers)
         try:
             async for line in self._capped_lines(response):
                 if not line.startswith("data:"):
@@ -176,7 +180,9 @@ class HttpProvider:
             code="upstream_response_too_large",
         )
 
-    async def _send_with_retries(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
+    async def _send_with_retries(
+        self, path: str, body: dict[str, Any], stream: bool, headers: Mapping[str, str] | None = None
+    ) -> httpx.Response:
         """Send until a success, a final error, or the deadline. Retries happen only here, before any byte of
         the answer was read, so nothing already streamed to a client is ever repeated."""
         self._check_key()
@@ -184,7 +190,7 @@ class HttpProvider:
         for attempt in range(self.retry.max_retries + 1):
             try:
                 async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                    return await self._send_once(path, body, stream)
+                    return await self._send_once(path, body, stream, headers)
             except TimeoutError:
                 raise GatewayError(
                     504,
@@ -206,9 +212,12 @@ class HttpProvider:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send_once(self, path: str, body: dict[str, Any], stream: bool) -> httpx.Response:
+    async def _send_once(
+        self, path: str, body: dict[str, Any], stream: bool, headers: Mapping[str, str] | None
+    ) -> httpx.Response:
         url = self._urls.get(path) or self._urls.setdefault(path, httpx.URL(f"{self.base_url}{path}"))
-        request = self._client.build_request("POST", url, json=body, headers=self._request_headers)
+        sent = {**headers, **self._request_headers} if headers else self._request_headers
+        request = self._client.build_request("POST", url, json=body, headers=sent)
         try:
             response = await self._client.send(request, stream=True)
             if not stream or response.status_code >= 400:
@@ -283,6 +292,19 @@ class HttpProvider:
             "upstream_error",
             code="upstream_connection_error",
         )
+
+
+def log_foreign_options(provider: str, request: UpstreamRequest, own: WireFormat) -> None:
+    """One debug line when a request carries parameters or headers of another wire format (Anthropic's beta fields
+    and `anthropic-beta` to an OpenAI-compatible upstream, say): this upstream would not know them, so they are
+    left out of its call."""
+    options = request.options
+    foreign = [
+        *(f"{key} ({wire})" for wire, values in options.params.items() if wire != own for key in values),
+        *(f"{key} header ({wire})" for wire, values in options.headers.items() if wire != own for key in values),
+    ]
+    if foreign and log.isEnabledFor(logging.DEBUG):
+        log.debug("upstream provider=%s left out what it does not take: %s", provider, ", ".join(foreign))
 
 
 def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:

@@ -10,7 +10,7 @@ from app.codecs.openai_chat.answers import delta_from_chunk, delta_from_completi
 from app.codecs.openai_chat.requests import to_openai
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest
-from app.providers.base import HttpProvider
+from app.providers.base import HttpProvider, log_foreign_options
 
 
 class OpenAIProvider(HttpProvider):
@@ -19,10 +19,12 @@ class OpenAIProvider(HttpProvider):
         super().__init__(name, config, auth, unset_key_variable)
 
     async def complete(self, request: UpstreamRequest) -> Delta:
+        log_foreign_options(self.name, request, "openai")
         answer = await self.post_json("/chat/completions", to_openai(request))
         return delta_from_completion(self.checked(Completion, answer, "chat completion"))
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        log_foreign_options(self.name, request, "openai")
         async for chunk in self.stream_events("/chat/completions", to_openai(request)):
             if "error" in chunk:
                 raise self.error_from(502, json.dumps(chunk).encode())

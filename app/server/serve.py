@@ -51,7 +51,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     started = time.perf_counter()
     config = gateway.config
     identity = identity_of(request.scope)
-    call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools))
+    call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools), headers=headers)
     facts: dict[str, Any] = {"model": None, "provider": None}
     record = RequestRecord()
     try:

@@ -1,7 +1,8 @@
 """The real client programs the end-to-end tests drive, from the versions pinned in tests/package.json.
 
 They are installed by `make clients` (Node.js and npm needed). A test that needs one skips and says how to get it;
-with CI=true a missing program fails instead, so a broken install cannot pass as a skip."""
+with CI=true a missing program fails instead, so a broken install cannot pass as a skip. `TOOLSIFT_CLIENTS_DIR`
+names another `node_modules` to take them from (`make check-clients` points it at the newest releases)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-NODE_MODULES = Path(__file__).resolve().parent.parent / "node_modules"
+NODE_MODULES = Path(os.environ.get("TOOLSIFT_CLIENTS_DIR") or Path(__file__).resolve().parent.parent / "node_modules")
 PROGRAMS = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 
 

@@ -31,6 +31,7 @@ def free_port() -> int:
 class ScriptedUpstream:
     def __init__(self) -> None:
         self.replies: list[dict[str, Any]] = []
+        self.fallback: dict[str, Any] | None = None  # the reply once the script is done (else an error)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -76,7 +77,7 @@ class ScriptedUpstream:
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
-            return body, self.replies.pop(0) if self.replies else None
+            return body, self.replies.pop(0) if self.replies else self.fallback
 
     async def _complete(self, request: Request) -> JSONResponse:
         body, reply = await self._next(request)
@@ -124,6 +125,7 @@ def _as_anthropic_stream(message: dict[str, Any]) -> Iterator[str]:
 
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
     yield event({"type": "message_start", "message": start})
+    yield event({"type": "ping"})  # as Anthropic sends one after the start
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
             yield event({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})

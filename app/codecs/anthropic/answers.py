@@ -95,7 +95,9 @@ class StreamDecoder:
             extra = Native("anthropic", {"content": [self.blocks[i] for i in sorted(self.blocks)]})
             usage = usage_in(self.usage)
             return [Delta(usage=usage, meta=self.meta, extra=extra) if usage else Delta(extra=extra)]
-        return []  # ping, and event types added later
+        if kind == "ping":
+            return [Delta(keepalive=True)]
+        return []  # event types added later
 
     def _delta(self, index: object, delta: JsonObject) -> list[Delta]:
         kind = delta.get("type")

@@ -16,6 +16,7 @@ from app.codecs import TOOL_NAME_PATTERN
 
 THINKING = ("thinking", "redacted_thinking")  # reasoning blocks, kept whole: a thinking block's signature is checked
 SYSTEM_ROLES = ("system", "developer")  # the engine's roles that become Anthropic's `system`
+BETA_HEADER = "anthropic-beta"  # the beta features a request uses: forwarded to an Anthropic upstream only
 # Anthropic's stop reasons as the engine's finish reasons, and back.
 STOP_REASONS = {
     "end_turn": "stop",
@@ -60,7 +61,7 @@ def _check_block(index: int, block: dict[str, Any]) -> None:
 
 
 class MessageParam(_Open):
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]  # `system`: an instruction mid-conversation (Claude Code sends them)
     content: str | list[dict[str, Any]]
 
     @field_validator("content")

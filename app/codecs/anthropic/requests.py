@@ -3,19 +3,23 @@
 In: every message keeps its wire dict (`native`), so an Anthropic upstream gets thinking blocks with their
 signatures, `cache_control` and `tool_reference` blocks back exactly as sent, while another upstream gets the typed
 fields. One user turn holding tool results becomes one engine `tool` message per result (each keeping its own
-block), so the engine's loop reads them like any other.
+block), so the engine's loop reads them like any other. A `system` entry inside `messages` (Claude Code's
+mid-conversation instructions) is a system message where it stands. A tool a `tool_reference` block names (a
+client's own tool search loaded it) is loaded for the request, and an Anthropic upstream gets it as the client
+sent it, `defer_loading` included, since that is what the reference expands.
 
 Out: messages that arrived in Anthropic's format, and turns an Anthropic upstream answered (their blocks in
-`extra`), are written back as they were; the rest are written from their typed fields: system messages become
-`system`, tool calls and results `tool_use` / `tool_result` blocks (consecutive turns of a role merged, as Anthropic
-requires), images carried over. Tools a client sent in Anthropic's format go out as sent.
+`extra`), are written back as they were, a client's mid-conversation `system` entries in their place; the rest
+are written from their typed fields: system messages become `system`, tool calls and results `tool_use` /
+`tool_result` blocks (consecutive turns of a role merged, as Anthropic requires), images carried over. Tools a
+client sent in Anthropic's format go out as sent.
 """
 
 from __future__ import annotations
 
 import json
 
-from app.codecs.anthropic.protocol import SYSTEM_ROLES, MessagesRequest
+from app.codecs.anthropic.protocol import BETA_HEADER, SYSTEM_ROLES, MessagesRequest
 from app.core.model import (
     ChatRequest,
     ChoiceMode,
@@ -38,15 +42,16 @@ MODES: dict[str, ChoiceMode] = {"auto": "auto", "any": "required", "none": "none
 GATEWAY_TOOL_FIELDS = frozenset({"defer_loading"})  # a tool's fields the gateway acts on and never sends upstream
 
 
-def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
-    """The validated request (`request`) and its raw body (`payload`) as the engine's request."""
+def chat_request(request: MessagesRequest, payload: JsonObject, beta: str | None = None) -> ChatRequest:
+    """The validated request (`request`) and its raw body (`payload`), with its `anthropic-beta` header (`beta`),
+    as the engine's request."""
     messages: list[Message] = []
     system = payload.get("system")
     if system:
         content: str | list[Part] = (
             system if isinstance(system, str) else [Part("text", text=block["text"]) for block in system]
         )
-        messages.append(Message("system", content, native=Native("anthropic", {"role": "system", "content": system})))
+        messages.append(Message("system", content, native=Native("anthropic", {"content": system})))
     for raw in payload["messages"]:
         messages.extend(messages_from_wire(raw))
     tool_choice, parallel = _tool_choice_in(request.tool_choice)
@@ -65,10 +70,12 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
         user=user if isinstance(user, str) and user else None,
         include_usage=True,  # Anthropic streams always end with usage; an OpenAI-compatible upstream must be asked
         params={"anthropic": native} if native else {},
+        headers={"anthropic": {BETA_HEADER: beta}} if beta else {},
     )
+    referenced = _referenced_tools(payload["messages"])
     tools = [
         ClientTool(
-            ToolSpec(tool.name, tool.description or "", tool.input_schema, native=_native_tool(raw)),
+            ToolSpec(tool.name, tool.description or "", tool.input_schema, native=_native_tool(raw, referenced)),
             deferred=tool.defer_loading,
         )
         for tool, raw in zip(request.tools or (), payload.get("tools") or (), strict=True)
@@ -81,13 +88,30 @@ def chat_request(request: MessagesRequest, payload: JsonObject) -> ChatRequest:
         stream=request.stream,
         tool_set=request.tool_set,
         session_id=request.session_id,
+        loaded_tools=[tool.spec.name for tool in tools if tool.spec.name in referenced],
     )
 
 
-def _native_tool(raw: JsonObject) -> Native:
+def _native_tool(raw: JsonObject, referenced: set[str]) -> Native:
     """The tool as the client sent it, for an Anthropic upstream (`cache_control`, `strict`, `input_examples`,
-    `eager_input_streaming`, ...), without what the gateway does itself: `defer_loading` is its deferral."""
+    `eager_input_streaming`, ...), without what the gateway does itself: `defer_loading` is its deferral, unless a
+    `tool_reference` in the conversation names the tool (the reference expands a deferred tool only)."""
+    if raw.get("name") in referenced:
+        return Native("anthropic", raw)
     return Native("anthropic", {key: value for key, value in raw.items() if key not in GATEWAY_TOOL_FIELDS})
+
+
+def _referenced_tools(messages: list[JsonObject]) -> set[str]:
+    """The tools `tool_reference` blocks of the conversation's tool results name: a client's own tool search
+    loaded them (Claude Code's ToolSearch answers with them)."""
+    names: set[str] = set()
+    for message in messages:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            content = block.get("content") if block["type"] == "tool_result" else None
+            for part in content if isinstance(content, list) else ():
+                if isinstance(part, dict) and part.get("type") == "tool_reference":
+                    names.add(str(part.get("tool_name")))
+    return names
 
 
 def _tool_choice_in(choice: JsonObject | None) -> tuple[ToolChoice | None, bool | None]:
@@ -120,6 +144,8 @@ def messages_from_wire(raw: JsonObject) -> list[Message]:
     content = raw["content"]
     if isinstance(content, str):
         return [Message(raw["role"], content, native=Native("anthropic", raw))]
+    if raw["role"] == "system":
+        return [Message("system", [_part(block) for block in content], native=Native("anthropic", raw))]
     if raw["role"] == "assistant":
         text = "".join(block["text"] for block in content if block["type"] == "text")
         thinking = "".join(block.get("thinking") or "" for block in content if block["type"] == "thinking")
@@ -160,11 +186,19 @@ def _part(block: JsonObject) -> Part:
 
 
 def _result_text(block: JsonObject) -> str:
+    """A tool result as text; a `tool_reference` says which tool it loaded (another upstream gets the tool's
+    definition in `tools`)."""
     content = block.get("content")
     if isinstance(content, list):
-        content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+        content = "\n".join(_result_part(part) for part in content if isinstance(part, dict))
     text = content or ""
     return f"Error: {text}" if block.get("is_error") is True else text
+
+
+def _result_part(part: JsonObject) -> str:
+    if part.get("type") == "tool_reference":
+        return f"Tool {part.get('tool_name')} loaded: it can be called now."
+    return str(part.get("text", ""))
 
 
 def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObject:
@@ -246,12 +280,15 @@ def _add_translated(turns: list[JsonObject], message: Message) -> None:
 
 def _native_messages(messages: list[Message]) -> tuple[str | list[JsonObject], list[JsonObject]]:
     """Messages written back from their Anthropic blocks where they have any, the rest translated; the system
-    prompt as blocks unless every block is plain text."""
+    prompt as blocks unless every block is plain text. A client's own `system` entry after the conversation began
+    stays where it is (Anthropic takes it with the beta the client sent); other system messages join `system`."""
     system: list[JsonObject] = []
     turns: list[JsonObject] = []
     for message in messages:
         blocks = _blocks_of(message)
-        if message.role in SYSTEM_ROLES:
+        if message.role == "system" and turns and blocks is not None and _in_messages(message):
+            _join(turns, "system", blocks)
+        elif message.role in SYSTEM_ROLES:
             system.extend(blocks if blocks is not None else _text_blocks(message.text()))
         elif blocks is not None:
             role = "assistant" if message.role == "assistant" else "user"
@@ -262,6 +299,11 @@ def _native_messages(messages: list[Message]) -> tuple[str | list[JsonObject], l
     if all(set(block) == {"type", "text"} for block in system):
         return "\n\n".join(block["text"] for block in system), turns
     return system, turns
+
+
+def _in_messages(message: Message) -> bool:
+    """A `system` entry an Anthropic client put inside `messages` (the top-level `system` has no `role` key)."""
+    return message.native is not None and message.native.format == "anthropic" and "role" in message.native.value
 
 
 def _join(turns: list[JsonObject], role: str, content: str | list[JsonObject]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import pytest
@@ -74,3 +75,23 @@ def test_streamed_over_http_through_an_anthropic_upstream(gateway: str, upstream
     assert result["type"] == "tool_result" and "Paris" in json.dumps(result)  # the MCP tool ran in the gateway
     assert upstream.requests[0]["stream"] is True and upstream.requests[0]["model"] == "c-4"
     assert upstream.headers[0]["x-api-key"] == "sk-ant"
+
+
+def test_the_sdks_betas_reach_an_anthropic_upstream_and_no_other(gateway: str, upstream: ScriptedUpstream) -> None:
+    upstream.script(completion("Noted."), completion("Noted."))
+    client = anthropic.Anthropic(base_url=gateway, api_key="gw-key", max_retries=0)
+    management: Any = {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}]}
+    for model in ("sonnet", "fast"):
+        reply = client.beta.messages.create(
+            model=model,
+            max_tokens=64,
+            betas=["context-management-2025-06-27"],
+            context_management=management,
+            messages=[{"role": "user", "content": "Remember: milk."}],
+        )
+        assert reply.content[0].type == "text" and reply.content[0].text == "Noted."
+    native, chat = upstream.requests
+    assert upstream.headers[0]["anthropic-beta"] == "context-management-2025-06-27"
+    assert native["context_management"] == management and native["model"] == "c-4"
+    assert "anthropic-beta" not in upstream.headers[1] and "context_management" not in chat
+    assert chat["messages"] == [{"role": "user", "content": "Remember: milk."}]
