@@ -689,7 +689,12 @@ async def run_probe(bench: Bench, poller: HealthPoller, pid: int, probe: Probe, 
 def gateway_config(upstream_port: int) -> dict[str, Any]:
     closed = free_port()
     providers = {
-        "hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET, "max_retries": 0},
+        "hostile": {
+            "base_url": f"http://127.0.0.1:{upstream_port}/v1",
+            "api_key": SECRET,
+            "max_retries": 0,
+            "max_response_bytes": 16 * 1024 * 1024,  # the 20 MB answers must pass the bound (default 32 MiB)
+        },
         "leaky": {"base_url": f"http://bench:{URL_SECRET}@127.0.0.1:{closed}/v1", "api_key": SECRET, "max_retries": 0},
     }
     return demo_config(
