@@ -10,25 +10,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
-from fastmcp.exceptions import MCPError
+from mcp.shared.exceptions import MCPError
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
+from app.mcp.client.stderr import ServerOutput
+from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
 from app.redaction import redact
 
@@ -50,26 +48,6 @@ LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
 
 class ServerUnavailable(Exception):
     """The server is not connected; the message says why."""
-
-
-def build_transport(config: McpServerConfig, base_dir: Path) -> Any:
-    if config.command:
-        # Children get a clean environment (PATH and a few basics, plus the server's own `env`), never the
-        # gateway's secrets. The gateway's interpreter directory leads PATH, as in an activated virtualenv, so
-        # `python` and server commands installed beside toolsift resolve to them.
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-        cwd = Path(config.cwd) if config.cwd else base_dir
-        return StdioTransport(
-            config.command,
-            config.args,
-            env={"PATH": path, **config.env},
-            cwd=str(cwd if cwd.is_absolute() else base_dir / cwd),
-            keep_alive=False,  # the process ends with its connection: no orphans, a fresh one on reconnect
-        )
-    assert config.url is not None
-    if config.transport_name == "sse":
-        return SSETransport(config.url, headers=config.headers)
-    return StreamableHttpTransport(config.url, headers=config.headers)
 
 
 class _ListChanged(MessageHandler):
@@ -101,6 +79,10 @@ class ServerConnection:
         self._on_tools = on_tools
         self._target = target  # an in-process server (tests); otherwise a fresh transport per connection
         self._base_dir = settings.base_dir
+        self._inherit = settings.mcp_inherit_env
+        # A stdio server's stderr tail and exit, for the cause of a failure.
+        self.output = ServerOutput(name) if target is None and config.command else None
+        self._logged_error: str | None = None  # a failure repeated by every reconnect is logged once
         self._lost = asyncio.Event()  # a call saw the connection break
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls_per_server)
         self._client: Client[Any] | None = None
@@ -116,7 +98,8 @@ class ServerConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
         except TimeoutError:
-            self._fail(f"did not start within {self.startup_timeout:g}s")
+            waited = f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake)"
+            self._fail(self._cause(waited, handshake=False))
             self._task.cancel()
 
     async def _run(self) -> None:
@@ -130,15 +113,20 @@ class ServerConnection:
             delay = min(delay * 2, RECONNECT_MAX_DELAY)
 
     async def _connect_and_serve(self) -> None:
-        target = self._target if self._target is not None else build_transport(self.config, self._base_dir)
+        errlog = self.output.open() if self.output is not None else None
+        target = self._target
+        if target is None:
+            target = build_transport(self.config, self._base_dir, self._inherit, errlog)
         client: Client[Any] = Client(
             target,
             message_handler=_ListChanged(self.request_refresh),
             timeout=self.tool_timeout,
             init_timeout=self.startup_timeout,
         )
+        handshake = False
         try:
             async with client:
+                handshake = True
                 self._client = client
                 self._listed(await self._list(client))
                 self.state, self.error = ServerState.UP, None
@@ -148,13 +136,24 @@ class ServerConnection:
                 self._on_tools()
                 self._ready.set()
                 await self._refresh_while_alive(client)
-                self._fail("connection lost")
+                if self.output is not None:
+                    await self.output.settle(1.0)  # did it exit, or stop answering?
+                lost = self._cause("connection lost", handshake)
+            self._fail(lost)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a broken server must never take the gateway down
-            self._fail(_describe_exception(exc))
+            self._fail(self._cause(_describe_exception(exc), handshake))
         finally:
             self._client = None
+            if self.output is not None:
+                self.output.ended()
+
+    def _cause(self, what: str, handshake: bool) -> str:
+        if self.output is None:
+            return what
+        problem = None if handshake else start_problem(self.config, self._base_dir, self._inherit)
+        return self.output.cause(what, problem)
 
     async def _refresh_while_alive(self, client: Client[Any]) -> None:
         """Re-list tools on `list_changed` and on the TTL; ping while idle as a liveness probe (fastmcp keeps
@@ -224,7 +223,9 @@ class ServerConnection:
         was_up = self.state is ServerState.UP
         message = redact(message)  # connection errors can quote a URL with its token; /healthz shows this
         self.state, self.error, self.tools, self._fingerprint = ServerState.DOWN, message, [], b""
-        log.warning("mcp server down server=%s error=%s", self.name, message)
+        repeated = message == self._logged_error and not was_up
+        log.log(logging.INFO if repeated else logging.WARNING, "mcp server down server=%s error=%s", self.name, message)
+        self._logged_error = message
         self._ready.set()
         if was_up:
             self._on_tools()
@@ -248,6 +249,12 @@ class ServerConnection:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._task, 5)
+        if self.output is not None:
+            self.output.close()
+
+    def stderr(self) -> list[str]:
+        """The last lines the server wrote on stderr, secrets redacted (a traceback can quote its `env`)."""
+        return [redact(line) for line in self.output.tail] if self.output is not None else []
 
 
 async def _ping(client: Client[Any]) -> None:
@@ -396,6 +403,8 @@ class McpManager:
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
+                # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
+                **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }
             for name, conn in self.connections.items()
         }
