@@ -220,7 +220,7 @@ class SemanticSearch:
         if self._worker is not None and not self._worker.done() and self._worker is not current:
             return
         self._announced = True
-        log.info("semantic search active: keywords and meaning, %d tool vectors", len(self.cache_vectors))
+        log.info("semantic search active: search is by keywords and meaning from now on")
 
     def embed_now(self, texts: Sequence[str]) -> None:
         """Compute the missing vectors of `texts` (blocking; a worker thread, the CLI or a bench)."""
