@@ -17,14 +17,13 @@ from typing import Any
 
 import mcp_types
 from fastmcp import Client
-from fastmcp.client.messages import MessageHandler
-from mcp.shared.exceptions import MCPError
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
+from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
@@ -48,14 +47,6 @@ LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
 
 class ServerUnavailable(Exception):
     """The server is not connected; the message says why."""
-
-
-class _ListChanged(MessageHandler):
-    def __init__(self, on_change: Callable[[], None]) -> None:
-        self._on_change = on_change
-
-    async def on_tool_list_changed(self, message: mcp_types.ToolListChangedNotification) -> None:
-        self._on_change()
 
 
 class ServerConnection:
@@ -119,7 +110,7 @@ class ServerConnection:
             target = build_transport(self.config, self._base_dir, self._inherit, errlog)
         client: Client[Any] = Client(
             target,
-            message_handler=_ListChanged(self.request_refresh),
+            message_handler=ListChanged(self.request_refresh),
             timeout=self.tool_timeout,
             init_timeout=self.startup_timeout,
         )
@@ -143,7 +134,7 @@ class ServerConnection:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a broken server must never take the gateway down
-            self._fail(self._cause(_describe_exception(exc), handshake))
+            self._fail(self._cause(describe_exception(exc), handshake))
         finally:
             self._client = None
             if self.output is not None:
@@ -172,7 +163,7 @@ class ServerConnection:
                 break
             expired = bool(self._ttl) and time.monotonic() >= self._listed_at + self._ttl
             if not self._refresh.is_set() and not expired:
-                await _ping(client)
+                await ping(client)
                 continue
             pause = max(self._limits.rebuild_interval_seconds, LISTING_PACE * self._listing_seconds)
             await asyncio.sleep(max(0.0, self._listed_at + pause - time.monotonic()))
@@ -240,7 +231,7 @@ class ServerConnection:
             async with self._slots:  # a burst of calls queues here instead of flooding one server
                 return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
         except Exception as exc:
-            if _connection_gone(exc):
+            if connection_gone(exc):
                 self._lost.set()  # reconnect now rather than at the next liveness check
             raise
 
@@ -255,26 +246,6 @@ class ServerConnection:
     def stderr(self) -> list[str]:
         """The last lines the server wrote on stderr, secrets redacted (a traceback can quote its `env`)."""
         return [redact(line) for line in self.output.tail] if self.output is not None else []
-
-
-async def _ping(client: Client[Any]) -> None:
-    """A liveness probe: any answer, even "method not found" from a server without ping, shows it alive."""
-    try:
-        await client.ping()
-    except MCPError as exc:
-        if exc.code != mcp_types.METHOD_NOT_FOUND:
-            raise
-
-
-def _connection_gone(exc: BaseException) -> bool:
-    return "connection closed" in str(exc).lower() or isinstance(exc, ConnectionError | EOFError)
-
-
-def _describe_exception(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 class McpManager:
@@ -385,7 +356,7 @@ class McpManager:
                 timeout = self.connections[server].tool_timeout
                 message = f"'{tool}' on MCP server '{server}' timed out after {timeout:g}s"
             else:
-                message = f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}"
+                message = f"MCP server '{server}' failed to run '{tool}': {describe_exception(exc)}"
         else:
             if result.is_error:
                 log.info("mcp tool error server=%s tool=%s", server, tool)
