@@ -68,5 +68,5 @@ async def test_probes_and_the_console_page_answer_without_a_key_as_the_readme_sa
     for path in ("/metrics", "/v1/models", "/admin/servers"):
         assert (await client.get(path)).status_code == 401, path
     readme = (ROOT / "README.md").read_text()
-    security = readme[readme.index("- **Gateway keys.**") :].split("\n- **", 1)[0]
-    assert "except the probes `/healthz` and\n  `/readyz`" in security and "the console's page" in security
+    security = " ".join(readme[readme.index("- **Gateway keys.**") :].split("\n- **", 1)[0].split())
+    assert "except the probes `/healthz` and `/readyz`" in security and "the console's page" in security
