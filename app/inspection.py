@@ -76,12 +76,13 @@ def manifest_report(discovery: Discovery | None) -> dict[str, Any]:
 
 
 def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
-    """How a search ranked: `hybrid` when its results carry similarities (every tool's vector was ready)."""
+    """How a search ranked: `hybrid` when its results carry similarities (every tool's vector was ready), else
+    keywords only and why (meaning search off, unavailable, or still waiting for the model or the vectors)."""
     if hybrid:
         return "hybrid (keywords + meaning)"
-    if semantic is not None and semantic.state == "ready":
-        return "keywords only (tools are still being embedded)"
-    reason = (semantic.reason if semantic is not None else None) or "off"
+    if semantic is None:
+        return "keywords only (meaning search is off)"
+    reason = semantic.status().get("reason") or "tools are still being embedded"
     return f"keywords only ({reason})"
 
 

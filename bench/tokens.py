@@ -65,18 +65,27 @@ def first_call_tokens(config: Config, listings: dict[str, list[Any]]) -> tuple[i
     return results[0][0], results[1][0], results[1][1]
 
 
+EXAMPLES = ROOT / "examples" / "servers"
+
+
 async def demo_listings(config: Config) -> dict[str, list[Any]]:
+    """The tools of the config's bundled example servers, listed in memory (no process); a server the config adds
+    (`uvx ...`, a remote URL, a script of your own) is skipped, and said so: the row measures the demo."""
     from fastmcp import Client
 
     listings: dict[str, list[Any]] = {}
     for name, server in config.mcp_servers.items():
-        path = config.base_dir / server.args[0]
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
-        assert spec and spec.loader
+        path = (config.base_dir / server.args[0]).resolve() if server.command and server.args else None
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", path) if path else None
+        if path is None or path.parent != EXAMPLES or not path.is_file() or spec is None or spec.loader is None:
+            print(f"demo config: skipping server {name!r}: not one of examples/servers/", file=sys.stderr)
+            continue
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         async with Client(module.mcp) as client:
             listings[name] = await client.list_tools()
+    if not listings:
+        raise SystemExit("bench/tokens.py: the config has none of the bundled example servers (examples/servers/)")
     return listings
 
 

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli import remote
@@ -20,6 +21,8 @@ if TYPE_CHECKING:  # imported where used: `tools`, `manifest` and `search` answe
     from app.config import Config
 
 DEFAULT_CONFIG = "config.json"
+CONFIG_VARIABLE = "TOOLSIFT_CONFIG"
+LOCAL_REPORTS = ("check", "tools", "manifest", "search", "models")
 # Each command's handler, `module:function`, called with the config and the parsed arguments.
 HANDLERS = {
     "serve": "app.cli.serve:serve",
@@ -36,11 +39,14 @@ HANDLERS = {
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.config_source = config_source(args)
     if args.command in remote.REMOTE_COMMANDS:  # a running gateway answers in milliseconds
         answered = remote.run(args)
         if answered is not None:
             return answered
     config = load_or_exit(args.config)
+    if args.command in LOCAL_REPORTS:  # the config these answers come from, never silently ./config.json
+        print(f"config: {Path(args.config).resolve()} ({args.config_source})", file=sys.stderr)
     module, _, name = HANDLERS[args.command].partition(":")
     result = getattr(importlib.import_module(module), name)(config, args)
     if not isinstance(result, int):  # a coroutine: the command runs on an event loop
@@ -99,12 +105,19 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = commands.add_parser(
         name, help=summary, description=summary[0].upper() + summary[1:] + "."
     )
-    parser.add_argument(
-        "--config",
-        default=os.environ.get("TOOLSIFT_CONFIG", DEFAULT_CONFIG),
-        help="config file (default: $TOOLSIFT_CONFIG or ./config.json)",
-    )
+    parser.add_argument("--config", help=f"config file (default: ${CONFIG_VARIABLE} or ./{DEFAULT_CONFIG})")
     return parser
+
+
+def config_source(args: argparse.Namespace) -> str:
+    """Fill in `args.config` when it was not given; say where it came from, for the lines that name it."""
+    if args.config:
+        return "--config"
+    if os.environ.get(CONFIG_VARIABLE):
+        args.config = os.environ[CONFIG_VARIABLE]
+        return f"${CONFIG_VARIABLE}"
+    args.config = DEFAULT_CONFIG
+    return f"the default, ./{DEFAULT_CONFIG} here; --config or ${CONFIG_VARIABLE} to choose"
 
 
 def load_or_exit(path: str) -> Config:
@@ -117,4 +130,6 @@ def load_or_exit(path: str) -> Config:
         print(f"toolsift: invalid config {path}:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
+        for warning in exc.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from app import tokens
 from app.cli import render
 from app.cli.render import table
-from app.config import Config
+from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
 from app.engine.build import build_gateway, running
@@ -62,6 +62,12 @@ async def connected(config: Config) -> AsyncIterator[Gateway]:
 
 
 async def check(config: Config, _: argparse.Namespace) -> int:
+    """The config's problems (it loaded, so only warnings are left), then every server started, as `serve` would:
+    each one's state, and for one that is down the cause and the last lines it wrote on stderr."""
+    for note in config.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in config_warnings(config):
+        print(f"warning: {warning}", file=sys.stderr)
     async with connected(config) as gateway:
         manager = gateway.mcp
         health = manager.health()
@@ -80,6 +86,11 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         why = [(name, "deferred" if d.deferred else "loaded", d.reason) for name, d in deferral.servers.items()]
         for line in table(why, ["server", "status", "why"]):
             print(f"  {line}")
+    for name, h in health.items():
+        if h.get("stderr"):
+            print(f"\n{name} is down; the last lines it wrote on stderr:")
+            for line in h["stderr"]:
+                print(f"  | {line}")
     unready = config.provider_problems()
     if unready:
         print(f"warning: {unready}; chat requests will fail until one can serve", file=sys.stderr)

@@ -12,7 +12,7 @@ from typing import Any
 import uvicorn
 
 from app.cli import load_or_exit
-from app.config import Config
+from app.config import Config, config_warnings
 from app.engine.build import build_gateway
 from app.server.app import create_app
 from app.server.client_timeouts import TimedHttpProtocol
@@ -24,8 +24,11 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def serve(config: Config, args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("toolsift")
-    for path, variable in sorted(config.unset_env.items()):
-        log.warning("config %s: environment variable %s is not set", path, variable)
+    log.info("config %s (%s)", Path(args.config).resolve(), getattr(args, "config_source", "--config"))
+    for note in config.notes:
+        log.info("config: %s", note)
+    for warning in config_warnings(config):  # what `toolsift check` prints
+        log.warning("config %s", warning)
     if not config.auth.api_keys and args.host not in LOOPBACK:
         log.warning(
             "SECURITY: listening on %s without gateway keys: anyone who can reach this port can use your upstream "

@@ -16,7 +16,7 @@ from app.config.discovery import (
     ToolDiscoveryConfig,
 )
 from app.config.env import expand_env
-from app.config.loading import ConfigError, load_config, parse_config
+from app.config.loading import ConfigError, config_warnings, load_config, parse_config
 from app.config.mcp import (
     ExcludeSpec,
     McpFrontConfig,
@@ -53,6 +53,7 @@ __all__ = [
     "SessionConfig",
     "ToolDiscoveryConfig",
     "ToolSetConfig",
+    "config_warnings",
     "expand_env",
     "load_config",
     "parse_config",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
 
@@ -25,7 +25,7 @@ class EmbeddingEndpointConfig(Strict):
 class SemanticConfig(Strict):
     """Hybrid search: an embedding model beside the keyword index; the fusion knobs default to measured values."""
 
-    enabled: Literal["auto"] | bool = "auto"
+    enabled: Literal["auto"] | StrictBool = "auto"
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     endpoint: EmbeddingEndpointConfig | None = None
     cache_dir: str | None = None
@@ -57,11 +57,11 @@ class AutoDeferConfig(Strict):
 
 
 class ToolDiscoveryConfig(Strict):
-    enabled: bool = True
+    enabled: StrictBool = True
     defer: Literal["auto", "all", "none"] = Field(
         "auto", description="for servers without defer_loading; auto defers them when their tools are large"
     )
-    defer_all: bool | None = Field(None, description='the older spelling of defer "all"')
+    defer_all: StrictBool | None = Field(None, description='the older spelling of defer "all"')
     auto_defer_min_tokens: int = Field(4000, ge=0, description="o200k tokens of tools above which auto defers")
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
     manifest_max_tokens: int = Field(1000, ge=100)

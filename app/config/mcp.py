@@ -4,43 +4,42 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
+from app.config.pasted import normalize
 
 
-class McpServerConfig(BaseModel):
+class McpServerConfig(Strict):
     """A stdio (`command`) or remote (`url`) MCP server.
 
-    Extra keys are tolerated because configs pasted from other MCP clients carry their own (`alwaysAllow`,
-    `disabled`, ...); `type` is read as the transport, as Claude Code writes it.
+    Keys other MCP clients write in a pasted entry are read or ignored (app/config/pasted.py); any other unknown
+    key is an error. Flags take JSON booleans only: `"defer_loading": "yes"` is a mistake, not a yes.
     """
-
-    model_config = ConfigDict(extra="allow")
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    inherit_env: list[str] = Field(
+        default_factory=list, description="more variables (or NAME* patterns) this server gets from the gateway"
+    )
     url: str | None = None
     transport: Literal["stdio", "streamable-http", "http", "sse"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    defer_loading: bool | None = Field(None, description="unset: tool_discovery.defer decides")
+    defer_loading: StrictBool | None = Field(None, description="unset: tool_discovery.defer decides")
     always_load: list[str] = Field(
         default_factory=list, description="tools of a deferred server that stay loaded (the server's own names)"
     )
-    disabled: bool = False
+    disabled: StrictBool = False
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
     tool_timeout: float | None = Field(None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
-    def _type_is_transport(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "type" in data and "transport" not in data:
-            data = {**data, "transport": data["type"]}
-            data.pop("type")
-        return data
+    def _pasted_keys(cls, data: Any) -> Any:
+        return normalize(data)
 
     @model_validator(mode="after")
     def _command_or_url(self) -> McpServerConfig:
@@ -77,7 +76,7 @@ class ExcludeSpec(Strict):
     exclude: list[str]
 
 
-ServerSelection = bool | list[str] | ExcludeSpec
+ServerSelection = StrictBool | list[str] | ExcludeSpec
 
 
 class ToolSetConfig(Strict):
@@ -92,7 +91,7 @@ class RunTaskConfig(Strict):
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     deadline_seconds: float = Field(300.0, gt=0)
     system_prompt: str | None = None
-    allow_destructive: bool = Field(False, description="run tools a server annotates destructiveHint: true")
+    allow_destructive: StrictBool = Field(False, description="run tools a server annotates destructiveHint: true")
 
 
 class McpFrontConfig(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
 
@@ -20,7 +20,7 @@ class ProviderConfig(Strict):
     retry_base_delay: float = Field(0.5, ge=0)
     retry_max_delay: float = Field(8.0, ge=0)
     deadline: float = Field(120.0, gt=0, description="seconds for all attempts of one call, backoff included")
-    forward_client_auth: bool = False
+    forward_client_auth: StrictBool = False
     max_tokens: int = Field(4096, ge=1, description="Anthropic requires max_tokens; used when a request has none")
     # Streams count their SSE framing too (about 200 bytes a token): 32 MiB carries some 150,000 streamed tokens.
     max_response_bytes: int = Field(

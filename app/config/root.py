@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 
 from app.config.base import Strict
 from app.config.discovery import ToolDiscoveryConfig
 from app.config.mcp import McpFrontConfig, McpLimitsConfig, McpServerConfig, ToolSetConfig
 from app.config.providers import ModelConfig, ProviderConfig
+from app.config.references import reference_problems
 from app.config.secrets import config_secrets
 from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
 
@@ -34,6 +35,9 @@ class Config(Strict):
     max_searches_per_request: int = Field(16, ge=1, le=10_000, description="search_tools calls run in one request")
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
+    mcp_inherit_env: list[str] = Field(
+        default_factory=list, description="more variables (or NAME* patterns) every stdio server gets from the gateway"
+    )
     tool_call_timeout: float = Field(60.0, gt=0)
     stream_keepalive_seconds: float = Field(5.0, gt=0)
     tool_result_max_chars: int = Field(20_000, ge=200)
@@ -48,56 +52,40 @@ class Config(Strict):
     client_header_timeout: float = Field(10.0, gt=0, description="seconds for a request's headers to arrive")
     client_body_timeout: float = Field(60.0, gt=0, description="seconds for a request's whole body to arrive")
     cors_origins: list[str] = Field(default_factory=list, description="browser origins allowed; none by default")
-    api_docs: bool = Field(False, description="serve /openapi.json and /docs")
+    api_docs: StrictBool = Field(False, description="serve /openapi.json and /docs")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     # Set by parse_config: config paths whose `${VAR}` had no value (so errors can name the variable), the values
-    # each path got from the environment (MCP `env` secrets), and the directory relative paths of stdio servers are
-    # resolved against.
+    # each path got from the environment (MCP `env` secrets), the directory relative paths of stdio servers are
+    # resolved against, and what was read but not used (other MCP clients' keys), for one info line.
     unset_env: dict[str, str] = Field(default_factory=dict, exclude=True)
     from_env: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    notes: list[str] = Field(default_factory=list, exclude=True)
 
     def __init__(self, **data: Any) -> None:
-        for internal in ("unset_env", "from_env", "base_dir"):
+        for internal in ("unset_env", "from_env", "base_dir", "notes"):
             if internal in data:
                 raise ValueError(f"{internal}: unknown key")
         super().__init__(**data)
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:
-        problems: list[str] = []
         if self.default_provider is None and len(self.providers) == 1:
             self.default_provider = next(iter(self.providers))
-        if self.default_provider is not None and self.default_provider not in self.providers:
-            problems.append(
-                f"default_provider: {self.default_provider!r} is not one of providers {_names(self.providers)}"
-            )
-        for alias, model in self.models.items():
-            for fallback in model.fallbacks:
-                if fallback not in self.models or fallback == alias:
-                    problems.append(f"models.{alias}.fallbacks: {fallback!r} is not another model alias")
-            if model.provider not in self.providers:
-                problems.append(
-                    f"models.{alias}.provider: {model.provider!r} is not one of providers {_names(self.providers)}"
-                )
-        for set_name, tool_set in self.tool_sets.items():
-            for server in tool_set.servers:
-                if server not in self.mcp_servers:
-                    problems.append(
-                        f"tool_sets.{set_name}.servers: unknown server {server!r}; "
-                        f"servers are {_names(self.mcp_servers)}"
-                    )
-        for server in self.tool_hints:
-            if server not in self.mcp_servers:
-                problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(self.mcp_servers)}")
-        if "*" in self.cors_origins and not self.auth.api_keys:
-            problems.append(
-                'cors_origins: "*" lets every web page a user opens call this gateway, and without auth.api_keys '
-                "any page could use its models and tools with nothing to stop it: set auth.api_keys, or list the "
-                "origins that may call it"
-            )
+        problems = reference_problems(
+            {
+                "providers": self.providers,
+                "default_provider": self.default_provider,
+                "models": {alias: model.model_dump() for alias, model in self.models.items()},
+                "mcpServers": self.mcp_servers,
+                "tool_sets": {name: {"servers": tool_set.servers} for name, tool_set in self.tool_sets.items()},
+                "tool_hints": self.tool_hints,
+                "cors_origins": self.cors_origins,
+                "auth": {"api_keys": self.auth.api_keys},
+            }
+        )
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -119,7 +107,3 @@ class Config(Strict):
     def secrets(self) -> set[str]:
         """Every configured secret, for redaction (app.config.secrets decides what counts)."""
         return config_secrets(self)
-
-
-def _names(mapping: dict[str, Any]) -> str:
-    return ", ".join(sorted(mapping)) or "(none)"

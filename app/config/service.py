@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from app.config.base import Strict
 
@@ -18,7 +18,7 @@ class ConsoleConfig(Strict):
     """The console page (/console) and the admin API behind it: every tool and recent queries, so without
     gateway keys they are served to loopback connections only."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     recent_requests: int = Field(100, ge=0, le=10_000, description="finished requests kept in memory for it")
 
 

@@ -12,7 +12,8 @@ Tools of the server whose tools mean most like the query are lifted a little, as
 server whose words match. Scores of every part of a merged index are fused together, so a request's own tools
 and the shared catalog compare fairly; a part without vectors (a client's own tools are not embedded) counts
 the median similarity of the others, so its tools rank by their keywords. With no keyword match at all, the
-nearest tools by meaning are still offered, marked weak.
+nearest tools by meaning are still offered, marked weak; a tool that no word matches is offered only when at least
+`weak_match_floor` near the query, with keyword matches beside it or not.
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ def hybrid_rank(
         fused = fused + _server_lift(parts, means, vectors.whole, params)
         if required:
             fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
+        # A tool no word of the query matches is offered for its meaning alone, so only as near as a weak match
+        # must be: beside a keyword match, an unrelated tool below the floor is noise the model would read.
+        fused[(lexical <= 0.0) & ~(measured & (dense >= params.weak_match_floor))] = -np.inf
     candidates = np.flatnonzero(np.isfinite(fused))
     for position in candidates[np.argsort(-fused[candidates], kind="stable")]:
         similarity = float(dense[position]) if measured[position] else None

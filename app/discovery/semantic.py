@@ -85,6 +85,7 @@ class SemanticSearch:
         self._means: weakref.WeakKeyDictionary[ToolIndex, ServerMeans] = weakref.WeakKeyDictionary()
         self._keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
         self._pending: dict[str, str] = {}
+        self._announced = False  # "semantic search active" logged
         self._worker: asyncio.Task[None] | None = None
         self._loading: asyncio.Task[None] | None = None
 
@@ -141,7 +142,7 @@ class SemanticSearch:
                 task.cancel()
 
     def status(self) -> dict[str, object]:
-        """For /healthz: whether search is hybrid yet, and what is still being embedded."""
+        """For /healthz: whether search is hybrid yet, what is still being embedded, and why it is not (yet)."""
         busy = self.state == "loading" or bool(self._pending) or (self._worker is not None and not self._worker.done())
         mode = {"off": "keywords", "unavailable": "keywords"}.get(self.state, "embedding" if busy else "hybrid")
         found: dict[str, object] = {
@@ -149,9 +150,18 @@ class SemanticSearch:
             "tool_vectors": len(self.cache_vectors),
             "pending": len(self._pending),
         }
-        if self.reason:
-            found["reason"] = self.reason
+        reason = self.reason or self._waiting_for() if mode != "hybrid" else ""
+        if reason:
+            found["reason"] = reason
         return found
+
+    def _waiting_for(self) -> str:
+        """Why search is by keywords only for now: what meaning search is still waiting for."""
+        if self.state == "off":
+            return "tool_discovery.semantic.enabled is false"
+        if self.state == "loading":
+            return "the search model is loading; meaning search starts once the tools are embedded"
+        return f"{len(self._pending)} tools still to embed; meaning search starts once they are"
 
     # -- tool vectors -------------------------------------------------------------------------------------
     def track(self, entries: Iterable[ToolEntry]) -> None:
@@ -165,6 +175,7 @@ class SemanticSearch:
                 self._pending[text] = text
         if self.backend is not None:
             self._wake()
+            self._announce()
 
     @property
     def cache_vectors(self) -> dict[str, Array]:
@@ -195,6 +206,21 @@ class SemanticSearch:
                     self._pending.pop(text, None)
         if self.cache is not None:
             await asyncio.to_thread(self.cache.save)
+        self._announce()
+
+    def _announce(self) -> None:
+        """Log the moment search stops being keyword-only: every tracked tool has its vector. Once; later tool
+        changes are embedded quietly."""
+        if self._announced or self.backend is None or self._pending or not self.cache_vectors:
+            return
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:  # a worker thread (an index being built): the worker's state decides
+            current = None
+        if self._worker is not None and not self._worker.done() and self._worker is not current:
+            return
+        self._announced = True
+        log.info("semantic search active: search is by keywords and meaning from now on")
 
     def embed_now(self, texts: Sequence[str]) -> None:
         """Compute the missing vectors of `texts` (blocking; a worker thread, the CLI or a bench)."""

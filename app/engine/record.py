@@ -1,6 +1,8 @@
 """What one request did, counted from the loop's events as they pass: the log line's and the metrics' source.
 
-A request refused before any upstream call has no events, so it counts no round and no saved tokens.
+A request refused before any upstream call has no events, so it counts no round and no saved tokens; a round whose
+upstream call failed (no key, unreachable, an error answer) counts as a round but saved nothing: no call carried
+fewer tools.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class RequestRecord:
         elif isinstance(event, RoundFinished):
             self.rounds += 1
             self.upstream_seconds += event.seconds
-            self.tokens_saved += event.unsent_tool_tokens
+            if event.ok:
+                self.tokens_saved += event.unsent_tool_tokens
             if event.usage is not None:
                 self.usage = self.usage or Usage()
                 self.usage.add(event.usage)

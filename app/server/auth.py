@@ -1,5 +1,6 @@
-"""Gateway keys: with `auth.api_keys` set, every endpoint but `/healthz` needs `Authorization: Bearer <key>` (or
-`x-api-key: <key>`, as Anthropic clients send it).
+"""Gateway keys: with `auth.api_keys` set, every endpoint needs `Authorization: Bearer <key>` (or `x-api-key: <key>`,
+as Anthropic clients send it), but the probes `/healthz` and `/readyz` (load balancers ask them without one) and
+the console's page, which holds no data (its admin API checks admin keys itself).
 
 A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
 constant time, each one, so timing tells nothing about which key or how much of it matched. The key that

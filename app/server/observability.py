@@ -64,6 +64,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+def _plain(value: Any) -> str:
+    return json.dumps(str(value), ensure_ascii=False)
+
+
 def configure_logging(level: str, log_format: str) -> None:
     install_log_hooks()
     handler = logging.StreamHandler()
@@ -75,7 +79,8 @@ def configure_logging(level: str, log_format: str) -> None:
     logging.getLogger("httpx").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
 
 
-def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any]) -> None:
-    """Log `event key=value ...` (plain) or as JSON keys (with JsonFormatter)."""
-    text = " ".join(f"{key}={value}" for key, value in fields.items())
+def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any], quoted: tuple[str, ...] = ()) -> None:
+    """Log `event key=value ...` (plain) or as JSON keys (with JsonFormatter); the `quoted` keys' values (an
+    error's reason: words and spaces) are quoted in the plain line, so it still splits on spaces."""
+    text = " ".join(f"{key}={_plain(value) if key in quoted else value}" for key, value in fields.items())
     logger.info("%s %s", event, text, extra={"fields": fields, "event": event})

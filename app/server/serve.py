@@ -73,13 +73,15 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     except ClientGone:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
     except RequestRefused as exc:
-        response = JSONResponse(front.error(exc.as_gateway_error()), 400)
+        response = JSONResponse(front.error(_failed(facts, exc.as_gateway_error())), 400)
     except GatewayError as exc:
-        response = JSONResponse(front.error(exc), exc.status)
+        exc = answered_error(front, exc)
+        response = JSONResponse(front.error(_failed(facts, exc)), exc.status)
     except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
         response = JSONResponse(front.error(GatewayError(499, "The client disconnected.")), 499)
     except Exception:
         status, error = _unexpected(front, request_id)
+        facts["error"] = "internal gateway error (traceback above)"
         response = JSONResponse(error, status)
     response.headers["x-request-id"] = request_id
     _log_request(gateway, request_id, response.status_code, started, facts, record)
@@ -120,6 +122,21 @@ async def _read_parsed(
     return parse(body, call)
 
 
+def _failed(facts: dict[str, Any], error: GatewayError) -> GatewayError:
+    """Note why the request failed, for its log line: a 400 in the log says what was wrong with it."""
+    facts["error"] = f"{error.code}: {error.message}" if error.code else error.message
+    return error
+
+
+def answered_error(front: Front, error: GatewayError) -> GatewayError:
+    """The error as this front answers it. A provider without its key is the gateway's own configuration, which no
+    retry fixes: Anthropic clients get what Anthropic answers a request without a key, 401 `authentication_error`
+    (their SDKs and Claude Code retry a 503 `overloaded_error`, for minutes), saying which variable to set."""
+    if error.code == "provider_not_configured" and isinstance(front, MessagesFront):
+        return GatewayError(401, error.message, "authentication_error", error.param, error.code)
+    return error
+
+
 def _deadline_error(gateway: Gateway) -> GatewayError:
     return GatewayError(
         504,
@@ -150,7 +167,11 @@ def _stream(
     def error(exc: Exception) -> ErrorAnswer:
         if isinstance(exc, RequestRefused):  # refused as it was routed, before the stream began
             exc = exc.as_gateway_error()
-        return (exc.status, front.error(exc)) if isinstance(exc, GatewayError) else _unexpected(front, call.request_id)
+        if isinstance(exc, GatewayError):
+            exc = _failed(facts, answered_error(front, exc))
+            return exc.status, front.error(exc)
+        facts["error"] = "internal gateway error (traceback above)"
+        return _unexpected(front, call.request_id)
 
     async def close(status: int) -> None:
         _log_request(gateway, call.request_id, status, started, facts, record)
@@ -210,7 +231,7 @@ def _log_request(
     metrics = gateway.metrics
     facts["provider"] = record.provider
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
-    fields: dict[str, Any] = {"id": request_id, "status": status, **facts}
+    fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
     stats = record.discovery
     if stats is not None:
         fields.update(
@@ -232,5 +253,7 @@ def _log_request(
     if record.rounds and facts.get("provider"):
         metrics.upstream.labels(facts["provider"]).observe(record.upstream_seconds)
     fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    log_fields(log, "request", fields)
+    if facts.get("error"):
+        fields["error"] = facts["error"]
+    log_fields(log, "request", fields, quoted=("error",))
     gateway.recent.add(request_id, status, facts, record, fields["total_ms"])

@@ -1,4 +1,5 @@
-"""The real client programs the end-to-end tests drive, from the versions pinned in tests/package.json.
+"""The real client programs the end-to-end tests drive, and an npm-published MCP server a user would add, from the
+versions pinned in tests/package.json.
 
 They are installed by `make clients` (Node.js and npm needed). A test that needs one skips and says how to get it;
 with CI=true a missing program fails instead, so a broken install cannot pass as a skip. `TOOLSIFT_CLIENTS_DIR`
@@ -44,3 +45,11 @@ def node_modules() -> Path:
     if not (NODE_MODULES / "ai").exists():
         _missing("the Vercel AI SDK")
     return NODE_MODULES
+
+
+def npm_mcp_server(package: str) -> Path:
+    """The folder to run `npx --no PACKAGE` in, as a user's npx-style `mcpServers` entry does: the pinned install,
+    where npx finds the package without the network."""
+    if not (NODE_MODULES / package / "package.json").exists():
+        _missing(package)
+    return NODE_MODULES.parent

@@ -91,9 +91,9 @@ class _Draft:
 def _destructive(tool: Any) -> bool:
     """Only an explicit `destructiveHint: true` counts: tools without annotations run, as everywhere else."""
     annotations = getattr(tool, "annotations", None)
-    return (
-        getattr(annotations, "destructive_hint", None) is True or getattr(annotations, "destructiveHint", None) is True
-    )
+    # The SDK's current name first: its older alias still answers, with a deprecation warning on every read.
+    name = "destructive_hint" if hasattr(annotations, "destructive_hint") else "destructiveHint"
+    return getattr(annotations, name, None) is True
 
 
 def meta_tags(meta: Any) -> tuple[str, ...]:

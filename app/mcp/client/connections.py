@@ -10,25 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import mcp_types
 from fastmcp import Client
-from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
-from mcp.shared.exceptions import MCPError
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
+from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
+from app.mcp.client.stderr import ServerOutput
+from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
 from app.redaction import redact
 from app.schema_check import first_error
@@ -53,34 +50,6 @@ class ServerUnavailable(Exception):
     """The server is not connected; the message says why."""
 
 
-def build_transport(config: McpServerConfig, base_dir: Path) -> Any:
-    if config.command:
-        # Children get a clean environment (PATH and a few basics, plus the server's own `env`), never the
-        # gateway's secrets. The gateway's interpreter directory leads PATH, as in an activated virtualenv, so
-        # `python` and server commands installed beside toolsift resolve to them.
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-        cwd = Path(config.cwd) if config.cwd else base_dir
-        return StdioTransport(
-            config.command,
-            config.args,
-            env={"PATH": path, **config.env},
-            cwd=str(cwd if cwd.is_absolute() else base_dir / cwd),
-            keep_alive=False,  # the process ends with its connection: no orphans, a fresh one on reconnect
-        )
-    assert config.url is not None
-    if config.transport_name == "sse":
-        return SSETransport(config.url, headers=config.headers)
-    return StreamableHttpTransport(config.url, headers=config.headers)
-
-
-class _ListChanged(MessageHandler):
-    def __init__(self, on_change: Callable[[], None]) -> None:
-        self._on_change = on_change
-
-    async def on_tool_list_changed(self, message: mcp_types.ToolListChangedNotification) -> None:
-        self._on_change()
-
-
 class ServerConnection:
     def __init__(
         self, name: str, config: McpServerConfig, settings: Config, on_tools: Callable[[], None], target: Any = None
@@ -103,6 +72,10 @@ class ServerConnection:
         self._on_tools = on_tools
         self._target = target  # an in-process server (tests); otherwise a fresh transport per connection
         self._base_dir = settings.base_dir
+        self._inherit = settings.mcp_inherit_env
+        # A stdio server's stderr tail and exit, for the cause of a failure.
+        self.output = ServerOutput(name) if target is None and config.command else None
+        self._logged_error: str | None = None  # a failure repeated by every reconnect is logged once
         self._lost = asyncio.Event()  # a call saw the connection break
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls_per_server)
         self._client: Client[Any] | None = None
@@ -118,7 +91,8 @@ class ServerConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
         except TimeoutError:
-            self._fail(f"did not start within {self.startup_timeout:g}s")
+            waited = f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake)"
+            self._fail(self._cause(waited, handshake=False))
             self._task.cancel()
 
     async def _run(self) -> None:
@@ -132,15 +106,20 @@ class ServerConnection:
             delay = min(delay * 2, RECONNECT_MAX_DELAY)
 
     async def _connect_and_serve(self) -> None:
-        target = self._target if self._target is not None else build_transport(self.config, self._base_dir)
+        errlog = self.output.open() if self.output is not None else None
+        target = self._target
+        if target is None:
+            target = build_transport(self.config, self._base_dir, self._inherit, errlog)
         client: Client[Any] = Client(
             target,
-            message_handler=_ListChanged(self.request_refresh),
+            message_handler=ListChanged(self.request_refresh),
             timeout=self.tool_timeout,
             init_timeout=self.startup_timeout,
         )
+        handshake = False
         try:
             async with client:
+                handshake = True
                 self._client = client
                 # The SDK checks a structured result against the tool's output schema on the event loop with
                 # Python's backtracking `re` (a hostile server's `pattern` would be a ReDoS); ours runs on RE2, in
@@ -154,13 +133,24 @@ class ServerConnection:
                 self._on_tools()
                 self._ready.set()
                 await self._refresh_while_alive(client)
-                self._fail("connection lost")
+                if self.output is not None:
+                    await self.output.settle(1.0)  # did it exit, or stop answering?
+                lost = self._cause("connection lost", handshake)
+            self._fail(lost)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a broken server must never take the gateway down
-            self._fail(_describe_exception(exc))
+            self._fail(self._cause(describe_exception(exc), handshake))
         finally:
             self._client = None
+            if self.output is not None:
+                self.output.ended()
+
+    def _cause(self, what: str, handshake: bool) -> str:
+        if self.output is None:
+            return what
+        problem = None if handshake else start_problem(self.config, self._base_dir, self._inherit)
+        return self.output.cause(what, problem)
 
     async def _refresh_while_alive(self, client: Client[Any]) -> None:
         """Re-list tools on `list_changed` and on the TTL; ping while idle as a liveness probe (fastmcp keeps
@@ -179,7 +169,7 @@ class ServerConnection:
                 break
             expired = bool(self._ttl) and time.monotonic() >= self._listed_at + self._ttl
             if not self._refresh.is_set() and not expired:
-                await _ping(client)
+                await ping(client)
                 continue
             pause = max(self._limits.rebuild_interval_seconds, LISTING_PACE * self._listing_seconds)
             await asyncio.sleep(max(0.0, self._listed_at + pause - time.monotonic()))
@@ -242,7 +232,9 @@ class ServerConnection:
         was_up = self.state is ServerState.UP
         message = redact(message)  # connection errors can quote a URL with its token; /healthz shows this
         self.state, self.error, self.tools, self._fingerprint = ServerState.DOWN, message, [], b""
-        log.warning("mcp server down server=%s error=%s", self.name, message)
+        repeated = message == self._logged_error and not was_up
+        log.log(logging.INFO if repeated else logging.WARNING, "mcp server down server=%s error=%s", self.name, message)
+        self._logged_error = message
         self._ready.set()
         if was_up:
             self._on_tools()
@@ -257,7 +249,7 @@ class ServerConnection:
             async with self._slots:  # a burst of calls queues here instead of flooding one server
                 return await client.call_tool_mcp(tool, arguments, timeout=self.tool_timeout)
         except Exception as exc:
-            if _connection_gone(exc):
+            if connection_gone(exc):
                 self._lost.set()  # reconnect now rather than at the next liveness check
             raise
 
@@ -266,26 +258,12 @@ class ServerConnection:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._task, 5)
+        if self.output is not None:
+            self.output.close()
 
-
-async def _ping(client: Client[Any]) -> None:
-    """A liveness probe: any answer, even "method not found" from a server without ping, shows it alive."""
-    try:
-        await client.ping()
-    except MCPError as exc:
-        if exc.code != mcp_types.METHOD_NOT_FOUND:
-            raise
-
-
-def _connection_gone(exc: BaseException) -> bool:
-    return "connection closed" in str(exc).lower() or isinstance(exc, ConnectionError | EOFError)
-
-
-def _describe_exception(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]
+    def stderr(self) -> list[str]:
+        """The last lines the server wrote on stderr, secrets redacted (a traceback can quote its `env`)."""
+        return [redact(line) for line in self.output.tail] if self.output is not None else []
 
 
 class McpManager:
@@ -396,7 +374,7 @@ class McpManager:
                 timeout = self.connections[server].tool_timeout
                 message = f"'{tool}' on MCP server '{server}' timed out after {timeout:g}s"
             else:
-                message = f"MCP server '{server}' failed to run '{tool}': {_describe_exception(exc)}"
+                message = f"MCP server '{server}' failed to run '{tool}': {describe_exception(exc)}"
         else:
             if result.is_error:
                 log.info("mcp tool error server=%s tool=%s", server, tool)
@@ -414,6 +392,8 @@ class McpManager:
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
+                # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
+                **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }
             for name, conn in self.connections.items()
         }

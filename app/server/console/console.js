@@ -27,6 +27,7 @@ async function api(path) {
 
 function askForKey(message) {
   sessionStorage.removeItem(KEY);
+  $("loading").hidden = true;
   $("key-message").textContent = message;
   $("key-form").hidden = false;
   $("console").hidden = true;
@@ -80,14 +81,32 @@ async function loadMetrics() {
   $("metrics").replaceChildren(...items);
 }
 
+// A down server's cause, and what it last wrote on stderr (its own words) under it.
+function errorCell(server) {
+  const td = el("td", server.error || "", server.error ? "error" : "");
+  if (server.stderr && server.stderr.length) {
+    const box = el("details", null, "stderr");
+    box.append(el("summary", `its stderr (last ${server.stderr.length} lines)`), el("pre", server.stderr.join("\n")));
+    td.append(box);
+  }
+  return td;
+}
+
+const SEARCH_MODES = {
+  hybrid: "keywords and meaning",
+  embedding: "keywords only for now",
+  keywords: "keywords only",
+};
+
 async function loadServers() {
   const data = await api("/admin/servers");
   fill("servers", data.servers.map((s) => row([
     s.name, el("td", s.state, "state-" + s.state), s.transport, num(s.tools),
-    el("td", s.deferred ? "deferred" : "loaded", "status-" + (s.deferred ? "deferred" : "loaded")), s.error || "",
+    el("td", s.deferred ? "deferred" : "loaded", "status-" + (s.deferred ? "deferred" : "loaded")), errorCell(s),
   ], "server")));
   const search = data.search || {};
-  $("search-state").textContent = `Search: ${search.mode || "?"}` + (search.reason ? ` (${search.reason})` : "");
+  const mode = SEARCH_MODES[search.mode] || search.mode || "?";
+  $("search-state").textContent = `Search: ${mode}` + (search.reason ? ` (${search.reason})` : "");
   const select = $("search-server");
   const chosen = select.value;
   select.replaceChildren(el("option", "any server"), ...data.servers.map((s) => el("option", s.name)));
@@ -122,7 +141,10 @@ async function loadManifest(toolSet) {
   $("manifest-tokens").textContent =
     `search_tools definition: ${data.tokens.toLocaleString()} ${kind}, standing in for ` +
     `${data.deferred_tools} deferred tools (about ${data.deferred_tool_tokens.toLocaleString()} tokens).`;
-  $("manifest").textContent = JSON.stringify(data.definition, null, 2);
+  // The description is what the model reads: shown as text, its line breaks as line breaks.
+  $("manifest").textContent = data.description;
+  $("manifest-json").textContent = JSON.stringify(data.definition, null, 2);
+  $("manifest-json-box").hidden = false;
 }
 
 function explanation(matched) {
@@ -146,13 +168,16 @@ async function runSearch(event) {
   }
   try {
     const data = await api("/admin/search?" + params.toString());
-    $("search-mode").textContent = `${data.results.length} result(s), ${data.mode}` +
+    const found = data.results.length;
+    $("search-mode").textContent = (found ? `${found} result(s), ${data.mode}` :
+      `No tool found for “${params.get("query")}” (search: ${data.mode}).`) +
       (data.weak ? " — no tool matches these words; closest by meaning (weak matches)" : "");
+    $("search-mode").className = found ? "note" : "note empty";
     fill("search-results", data.results.map((r) => row([
       num(r.rank), el("td", r.name, r.weak ? "weak" : ""), fixed(r.score), fixed(r.lexical), fixed(r.semantic),
       num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched),
     ], "result")));
-    $("search-results").hidden = false;
+    $("search-results").hidden = !found;
     const loaded = data.loaded || [];
     $("search-loaded").textContent = loaded.length
       ? "Loaded from the start, so the model has them without a search; among all tools they rank: " +
@@ -193,13 +218,18 @@ async function refresh() {
     status("updated " + new Date().toLocaleTimeString());
     return true;
   } catch (error) {
-    if (!(error instanceof NeedKey)) status("cannot reach the admin API: " + error.message, true);
+    if (!(error instanceof NeedKey)) {
+      status("cannot reach the admin API: " + error.message, true);
+      $("loading").textContent = "Cannot reach the admin API: " + error.message;
+    }
     return false;
   }
 }
 
 async function start() {
+  status("loading…");
   if (await refresh()) {
+    $("loading").hidden = true;
     $("key-form").hidden = true;
     $("console").hidden = false;
     $("forget-key").hidden = !sessionStorage.getItem(KEY);

@@ -49,7 +49,7 @@ def test_every_problem_is_one_line_naming_the_key() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(raw, environ={})
     problems = caught.value.problems
-    assert "providers.openai.apikey: unknown key" in problems
+    assert "providers.openai.apikey: unknown key; did you mean 'api_key'?" in problems
     assert "mcpServers.w: set exactly one of 'command' (stdio) or 'url' (remote)" in problems
     assert any(p.startswith("mcpServers.r.transport: Input should be") for p in problems)
     assert any(p.startswith("tool_sets.t.servers.w: expected true, false, a list of tool names") for p in problems)

@@ -1,0 +1,61 @@
+"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, `"*"` origins.
+
+They read plain decoded JSON, so they run on a document whose other sections are still wrong: every problem of a
+config is reported in one pass, a misspelt provider beside a misspelt key, never one after the other is fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+OPEN_CORS = (
+    'cors_origins: "*" lets every web page a user opens call this gateway, and without auth.api_keys any page could '
+    "use its models and tools with nothing to stop it: set auth.api_keys, or list the origins that may call it"
+)
+
+
+def reference_problems(doc: dict[str, Any]) -> list[str]:
+    """One line per reference that names nothing; parts that are not the right JSON type are skipped (the schema
+    check reports those)."""
+    providers, models, servers = _keys(doc.get("providers")), _section(doc.get("models")), _keys(doc.get("mcpServers"))
+    problems: list[str] = []
+    default = doc.get("default_provider")
+    if isinstance(default, str) and default not in providers:
+        problems.append(f"default_provider: {default!r} is not one of providers {_names(providers)}")
+    for alias, model in models.items():
+        if not isinstance(model, dict):
+            continue
+        fallbacks = model.get("fallbacks")
+        for fallback in fallbacks if isinstance(fallbacks, list) else []:
+            if fallback not in models or fallback == alias:
+                problems.append(f"models.{alias}.fallbacks: {fallback!r} is not another model alias")
+        provider = model.get("provider")
+        if isinstance(provider, str) and provider not in providers:
+            problems.append(f"models.{alias}.provider: {provider!r} is not one of providers {_names(providers)}")
+    for set_name, tool_set in _section(doc.get("tool_sets")).items():
+        selected = tool_set.get("servers") if isinstance(tool_set, dict) else None
+        for server in _keys(selected):
+            if server not in servers:
+                problems.append(
+                    f"tool_sets.{set_name}.servers: unknown server {server!r}; servers are {_names(servers)}"
+                )
+    for server in _keys(doc.get("tool_hints")):
+        if server not in servers:
+            problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(servers)}")
+    origins, auth = doc.get("cors_origins"), _section(doc.get("auth"))
+    if isinstance(origins, list) and "*" in origins and not auth.get("api_keys"):
+        problems.append(OPEN_CORS)
+    return problems
+
+
+def _section(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _keys(value: Any) -> list[str]:
+    return list(value) if isinstance(value, dict) else []
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(sorted(names)) or "(none)"

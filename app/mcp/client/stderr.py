@@ -1,0 +1,182 @@
+"""What a stdio server said on stderr, and how its process ended: the cause a "Connection closed" hides.
+
+A server that fails usually says why on stderr (a traceback, `can't open file`, `Cannot find module`) and exits
+with a code. Each connection attempt gets a pipe for stderr, read on the event loop: every line is logged
+(`toolsift.mcp.stderr`, info) and the last ones are kept, bounded in lines and bytes, for `/healthz`, the console
+and `toolsift check`.
+
+The MCP SDK does not hand out the process it spawns, and its exit code is the other half of the cause. So the
+SDK's spawn function is wrapped, once, to pass the process to whoever asked for it in the current context (the
+connection's task); where the SDK no longer has that function, exit codes are simply not reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, TextIO
+
+from mcp.client import stdio as sdk_stdio
+
+log = logging.getLogger("toolsift.mcp.stderr")
+
+TAIL_LINES = 20
+TAIL_BYTES = 8192
+LINE_CHARS = 500
+DRAIN_SECONDS = 2.0  # after a connection ends: how long its stderr may still arrive (a child's last words)
+
+_spawned: ContextVar[Callable[[Any], None] | None] = ContextVar("toolsift_spawned", default=None)
+
+
+def _watch_spawns() -> None:
+    original = getattr(sdk_stdio, "_create_platform_compatible_process", None)
+    if original is None or getattr(original, "toolsift_watched", False):
+        return
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        sink = _spawned.get()
+        if sink is not None:
+            sink(process)
+        return process
+
+    spawn.toolsift_watched = True  # type: ignore[attr-defined]
+    sdk_stdio._create_platform_compatible_process = spawn
+
+
+_watch_spawns()
+
+
+class ServerOutput:
+    """One stdio server's stderr tail and its last process, across its connection attempts."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._process: Any = None
+        self._writer: TextIO | None = None
+        self._reader: int | None = None
+        self._attempt = 0  # which pipe a delayed stop is for (a new pipe may reuse the old one's number)
+        self._partial = b""
+
+    def open(self) -> TextIO:
+        """A fresh pipe for the next attempt's stderr (the tail starts over), watched for the process it starts."""
+        self.close()
+        self.tail.clear()
+        self._process = None
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        self._reader, self._writer = read, os.fdopen(write, "w")
+        self._attempt += 1
+        asyncio.get_running_loop().add_reader(read, self._read)
+        _spawned.set(self._took)
+        return self._writer
+
+    def _took(self, process: Any) -> None:
+        self._process = process
+
+    def ended(self) -> None:
+        """The attempt is over: stop writing, and read what is left for a moment, then let go of the pipe."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._reader is not None:
+            asyncio.get_running_loop().call_later(DRAIN_SECONDS, self._stop_reading, self._attempt)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._stop_reading(self._attempt)
+
+    def drain_now(self) -> None:
+        """Read what the pipe holds now, so a cause composed right after a failure has the server's last words."""
+        while self._read():
+            pass
+
+    async def settle(self, seconds: float) -> None:
+        """Wait up to `seconds` for the last process to end on its own (a lost connection: did it exit?)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while self._process is not None and self.exit is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+
+    @property
+    def exit(self) -> str | None:
+        """How the last process ended, when it has: `exited with code 1`, `killed by SIGKILL`."""
+        code = getattr(self._process, "returncode", None)
+        if code is None:
+            return None
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(-code).name}"
+            return f"killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def last(self) -> str | None:
+        return self.tail[-1] if self.tail else None
+
+    def cause(self, what: str, problem: str | None) -> str:
+        """`what` failed, explained: the cause a person can fix when one was found (`problem`: a command not on
+        PATH, a script that is no file), how the process ended, and otherwise its last line on stderr."""
+        self.drain_now()
+        ended = self.exit
+        if problem is None and ended is not None and what.lower().startswith(("connection closed", "client failed")):
+            what, ended = f"{ended} before the MCP handshake", None
+        parts = [problem or what, *([ended] if ended else [])]
+        last = self.last()
+        if problem is None and last:
+            parts.append(f"stderr: {last}")
+        return "; ".join(parts)
+
+    def _read(self) -> bool:
+        """Read once; whether more may be waiting."""
+        reader = self._reader
+        if reader is None:
+            return False
+        try:
+            data = os.read(reader, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self._stop_reading(self._attempt)
+            return False
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > LINE_CHARS * 4:  # a line without an end is still a line
+            lines.append(self._partial)
+            self._partial = b""
+        for line in lines:
+            self._line(line)
+        return True
+
+    def _line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not text.strip():
+            return
+        log.info("mcp stderr server=%s %s", self.server, text)
+        if len(text) > LINE_CHARS:
+            text = text[: LINE_CHARS - 3] + "..."
+        self.tail.append(text)
+        while sum(len(line) for line in self.tail) > TAIL_BYTES:
+            self.tail.popleft()
+
+    def _stop_reading(self, attempt: int) -> None:
+        reader = self._reader
+        if attempt != self._attempt or reader is None:
+            return
+        if self._partial:
+            self._line(self._partial)
+            self._partial = b""
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().remove_reader(reader)
+        with contextlib.suppress(OSError):
+            os.close(reader)
+        self._reader = None
