@@ -37,6 +37,22 @@ class ResponseCall:
         """An output item's id, which names its response: an `item_reference` to it finds it there."""
         return f"{prefix}_{self.id.removeprefix('resp_')}{next(self._numbers):04x}"
 
+    def shown(self, item: JsonObject, ident: str | None = None) -> JsonObject:
+        """A Responses upstream's own item (reasoning, a hosted call) as the client gets it: under an id of this
+        response (the upstream stored nothing, so its own ids name nothing), its `encrypted_content` only when the
+        client asked for it."""
+        prefix = "rs" if item.get("type") == "reasoning" else _prefix(str(item.get("type") or "item"))
+        shown = {**item, "id": ident or self.item_id(prefix)}
+        if not self.sealed_reasoning:
+            shown.pop("encrypted_content", None)
+        return shown
+
+
+def _prefix(kind: str) -> str:
+    """An id prefix for an item type, as OpenAI's: `ws` for a `web_search_call`."""
+    words = [word for word in kind.split("_") if word.isalpha()]
+    return "".join(word[0] for word in words[:-1] or words).lower() or "item"
+
 
 _ITEM_ID = re.compile(r"^[a-z]+_([0-9a-f]{32})[0-9a-f]{4,}$")
 
