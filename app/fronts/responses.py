@@ -139,7 +139,7 @@ class ResponsesFront:
             tools = list(
                 dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
             )
-            stored = StoredResponse(body, [*state.items, *body["output"]], tools)
+            stored = StoredResponse(body, [*state.items, *state.kept(body["output"])], tools)
             # The answer counts too: a giant streamed answer to a short request is encoded off the loop as well.
             await self.store.save(call.identity, stored, state.size + _text_chars(body["output"]))
 

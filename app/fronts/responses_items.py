@@ -26,6 +26,8 @@ class ResponseCall:
     tools: list[str] = field(default_factory=list)  # the tools the conversation found before this request
     size: int = 0  # bytes of the conversation's request bodies, roughly: a large one is handled off-loop
     specs: dict[str, ToolSpec] = field(default_factory=dict)  # the client's tools, by the engine's name
+    # An upstream's encrypted reasoning the client did not include, by item id: kept for a continuation only.
+    unshown: dict[str, str] = field(default_factory=dict)
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -43,9 +45,19 @@ class ResponseCall:
         client asked for it."""
         prefix = "rs" if item.get("type") == "reasoning" else _prefix(str(item.get("type") or "item"))
         shown = {**item, "id": ident or self.item_id(prefix)}
-        if not self.sealed_reasoning:
-            shown.pop("encrypted_content", None)
+        if not self.sealed_reasoning and "encrypted_content" in shown:
+            self.unshown[shown["id"]] = shown.pop("encrypted_content")
         return shown
+
+    def kept(self, output: list[JsonObject]) -> list[JsonObject]:
+        """The output as a continuation (`previous_response_id`) carries it on: the upstream's reasoning whole, as
+        OpenAI keeps it for one, whether the client saw its `encrypted_content` or not."""
+        if not self.unshown:
+            return output
+        return [
+            {**item, "encrypted_content": self.unshown[item["id"]]} if item.get("id") in self.unshown else item
+            for item in output
+        ]
 
 
 def _prefix(kind: str) -> str:

@@ -146,3 +146,21 @@ async def test_a_stream_larger_than_max_response_bytes_is_a_502(gateway_factory:
     assert answered.status_code == 502, "it arrives in one block, before the stream began"
     error = answered.json()["error"]
     assert error["code"] == "upstream_response_too_large" and "max_response_bytes" in error["message"]
+
+
+@pytest.mark.parametrize(("fallback", "kept"), [("resp", True), ("chat", False)])
+async def test_hosted_tools_go_to_a_fallback_chain_only_if_every_model_in_it_runs_them(
+    gateway_factory: Any, fallback: str, kept: bool
+) -> None:
+    chat = {"base_url": "http://chat.test/v1", "api_key": "sk-chat", "max_retries": 0}
+    models = {"main": {"provider": "resp", "model": "gpt-5", "fallbacks": ["other"]},
+              "other": {"provider": fallback, "model": "gpt-5-mini"}}  # fmt: skip
+    with mock_upstreams() as router:
+        sent, replies = scripted_responses(router)
+        client, _ = await gateway_factory(parse_config({"providers": {"resp": RESPONSES_PROVIDER, "chat": chat},
+                                                        "models": models}, environ={}), targets={})  # fmt: skip
+        replies.append(response(message("Searched.")))
+        body = {"model": "main", "input": "news?", "tools": [{"type": "web_search"}]}
+        answered = (await client.post("/v1/responses", json=body)).json()
+    assert (sent[0].get("tools") == [{"type": "web_search"}]) is kept
+    assert ("hosted_tools_dropped" in answered["tool_discovery"]) is not kept

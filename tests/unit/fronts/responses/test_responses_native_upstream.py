@@ -121,3 +121,18 @@ async def test_a_stream_shows_the_summary_and_ends_with_the_items_as_they_came(g
     assert [item.type for item in final.output] == [item.type for item in done]
     assert final.output[3].input == PATCH  # type: ignore[union-attr]
     assert sent[0]["stream"] is True and sent[0]["store"] is False
+
+
+async def test_a_continuation_carries_the_upstreams_reasoning_the_client_did_not_include(gateway: Any) -> None:
+    client, sent, replies = gateway
+    replies.append(response(reasoning("Spawn.", encrypted="enc-C"), function_call("spawn", {"task": "t"}, "agents")))
+    made = await create(client, input="spawn one", tools=[AGENTS])
+    assert "encrypted_content" not in made["output"][0], "not shown: the client did not include it"
+    replies.append(response(message("Spawned.")))
+    output = {"type": "function_call_output", "call_id": made["output"][1]["call_id"], "output": "ok"}
+    await create(client, input=[output], tools=[AGENTS], previous_response_id=made["id"])
+    assert [item["type"] for item in sent[1]["input"]] == ["message", "reasoning", "function_call",
+                                                           "function_call_output"]  # fmt: skip
+    assert sent[1]["input"][1]["encrypted_content"] == "enc-C", "the stored conversation keeps it, as OpenAI's does"
+    stored = (await client.get(f"/v1/responses/{made['id']}")).json()
+    assert "encrypted_content" not in stored["output"][0]
