@@ -195,3 +195,47 @@ def test_a_failed_stream_says_why(index: int) -> None:
         {"param": None} if index == 1 else {}
     )
     assert failure(events[0]) is None
+
+
+def test_a_clients_shell_and_tool_search_go_up_as_their_own_items() -> None:
+    found = {"type": "function", "name": "deploy", "description": "Deploy.", "parameters": SCHEMA}
+    body = {
+        "input": [
+            {"role": "user", "content": "deploy"},
+            {"type": "tool_search_call", "call_id": "s1", "execution": "client", "arguments": {"query": "deploy"}},
+            {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [found]},
+            {
+                "type": "local_shell_call",
+                "id": "lsh_1",
+                "call_id": "l1",
+                "status": "completed",
+                "action": {"type": "exec", "command": ["ls"], "env": {}},
+            },
+            {"type": "local_shell_call_output", "id": "l1", "output": "a.txt"},
+        ],
+        "tools": [{"type": "tool_search", "execution": "client"}, {"type": "local_shell"}],
+    }
+    sent = request_body(round_of(body))
+    assert sent["input"][1:] == [
+        {"type": "tool_search_call", "call_id": "s1", "execution": "client", "arguments": {"query": "deploy"}},
+        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [found]},
+        {
+            "type": "local_shell_call",
+            "call_id": "l1",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["ls"], "env": {}},
+        },
+        {"type": "function_call_output", "call_id": "l1", "output": "a.txt"},
+    ]
+    assert sent["tools"] == [{"type": "tool_search", "execution": "client"}, {"type": "local_shell"}], (
+        "a tool the search loaded is read from its output, not repeated"
+    )
+    shell = {"id": "lsh_2", "type": "local_shell_call", "call_id": "l2", "status": "completed",
+             "action": {"type": "exec", "command": ["pwd"], "env": {}}}  # fmt: skip
+    search = {"id": "tsc_1", "type": "tool_search_call", "call_id": "s2", "execution": "client", "status": "completed",
+              "arguments": {"query": "logs"}}  # fmt: skip
+    calls = said([delta_from_response(response(shell, search))])["calls"]
+    assert calls == [
+        ("l2", "local_shell", '{"command": ["pwd"], "env": {}}'),
+        ("s2", "tool_search", '{"query": "logs"}'),
+    ]
