@@ -10,7 +10,7 @@ from app.config.base import Strict
 
 
 class ProviderConfig(Strict):
-    type: Literal["openai", "anthropic"] = "openai"
+    type: Literal["openai", "anthropic", "openai_responses"] = "openai"
     base_url: str = ""
     api_key: str | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)

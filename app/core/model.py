@@ -270,6 +270,7 @@ class Delta:
     content: str = ""
     reasoning: str = ""
     reasoning_field: str = "reasoning_content"
+    reasoning_summary: bool = False  # `reasoning` is a summary of the model's thinking (a Responses upstream's)
     calls: list[CallFragment] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
@@ -277,6 +278,10 @@ class Delta:
     meta: ResponseMeta | None = None
     extra: Native | None = None  # the upstream's own fields of the turn, sent back with it next round
     # Reasoning blocks whole as the upstream ended them (Anthropic's thinking with its signature, redacted
-    # thinking), for a front of the same format; their text came as `reasoning` already.
+    # thinking, a Responses upstream's reasoning item with its `encrypted_content`), for a front of the same
+    # format; their text came as `reasoning` already.
     reasoning_blocks: list[Native] = field(default_factory=list)
     keepalive: bool = False  # only a sign of life (Anthropic's `ping`), passed on to a stream's client
+    # Calls of hosted tools the upstream ran itself (a Responses upstream's `web_search_call`, ...), whole as they
+    # ended, for a front of the same format: the client sees what the model did and passes them back.
+    hosted_calls: list[Native] = field(default_factory=list)

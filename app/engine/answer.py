@@ -13,6 +13,7 @@ from app.engine.events import (
     Event,
     Failed,
     Finished,
+    HostedCall,
     ReasoningBlock,
     ReasoningDelta,
 )
@@ -32,6 +33,8 @@ class Answer:
     logprobs: JsonObject | None = None
     extra: Native | None = None
     reasoning_blocks: list[Native] = field(default_factory=list)  # every round's, in order
+    # Every round's reasoning blocks and hosted calls, in the order they came: a front of their format lists them.
+    upstream_items: list[Native] = field(default_factory=list)
 
 
 @dataclass
@@ -42,6 +45,7 @@ class _Parts:
     calls: list[ToolCall] = field(default_factory=list)
     logprobs: JsonObject | None = None
     reasoning_blocks: list[Native] = field(default_factory=list)
+    upstream_items: list[Native] = field(default_factory=list)
 
 
 async def aggregate(events: AsyncIterable[Event]) -> Answer:
@@ -56,6 +60,9 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
             parts.reasoning_field = event.field
         elif isinstance(event, ReasoningBlock):
             parts.reasoning_blocks.append(event.native)
+            parts.upstream_items.append(event.native)
+        elif isinstance(event, HostedCall):
+            parts.upstream_items.append(event.native)
         elif isinstance(event, ClientToolCall):
             parts.calls.append(event.call)
         elif isinstance(event, Finished):
@@ -71,6 +78,7 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
                 logprobs=parts.logprobs,
                 extra=event.extra,
                 reasoning_blocks=parts.reasoning_blocks,
+                upstream_items=parts.upstream_items,
             )
         elif isinstance(event, Failed):
             raise event.error

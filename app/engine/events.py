@@ -40,12 +40,21 @@ class ContentDelta:
 class ReasoningDelta:
     text: str
     field: str = "reasoning_content"
+    summary: bool = False  # a summary of the thinking (a Responses upstream's), not the thinking itself
 
 
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
     """A reasoning block ended, whole as its upstream wrote it (Anthropic's thinking with its signature, or redacted
     thinking): a front of the same format gives it to the client as it came. Its text came in `ReasoningDelta`s."""
+
+    native: Native
+
+
+@dataclass(frozen=True, slots=True)
+class HostedCall:
+    """The upstream ran one of its hosted tools (a web search, ...), whole as it reported it: a front of the same
+    format lists it among the answer's items, the others have nothing to show for it."""
 
     native: Native
 
@@ -162,6 +171,7 @@ Event = (
     | ContentDelta
     | ReasoningDelta
     | ReasoningBlock
+    | HostedCall
     | ClientToolCall
     | SearchDone
     | McpCallStarted

@@ -36,6 +36,7 @@ from app.engine.events import (
     Event,
     Failed,
     Finished,
+    HostedCall,
     KeepAlive,
     McpCallFinished,
     McpCallStarted,
@@ -130,9 +131,11 @@ class ChatLoop:
                         yield RoundStarted(number, delta.meta or ResponseMeta(model=self.route.model))
                     turn.add(delta)
                     if delta.reasoning:
-                        yield ReasoningDelta(delta.reasoning, delta.reasoning_field)
+                        yield ReasoningDelta(delta.reasoning, delta.reasoning_field, delta.reasoning_summary)
                     for block in delta.reasoning_blocks:
                         yield ReasoningBlock(block)
+                    for call in delta.hosted_calls:
+                        yield HostedCall(call)
                     if delta.content:
                         yield self._content(delta.content, delta.logprobs)
             if not turn.started:  # an upstream that closed the stream without a single chunk

@@ -35,10 +35,15 @@ log = logging.getLogger("toolsift.stream")
 
 
 def answer_output(answer: Answer, state: ResponseCall) -> list[JsonObject]:
+    """The answer's items: its reasoning (a Responses upstream's own items as they came, with its hosted calls),
+    its text, then the calls of the client's tools."""
     output: list[JsonObject] = []
+    own = [item.value for item in answer.upstream_items if item.format == "responses"]
     sealed = seal(answer.extra) if state.sealed_reasoning else None
-    if answer.reasoning or sealed:
+    reasoned = any(item.get("type") == "reasoning" for item in own)  # its text is in these items already
+    if (answer.reasoning and not reasoned) or sealed:
         output.append(reasoning_item(answer.reasoning or "", ident=state.item_id("rs"), encrypted=sealed))
+    output += [state.shown(item) for item in own]
     if answer.content:
         output.append(message_item(answer.content, ident=state.item_id("msg")))
     for call in answer.tool_calls:
@@ -134,7 +139,7 @@ class ResponsesFront:
             tools = list(
                 dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
             )
-            stored = StoredResponse(body, [*state.items, *body["output"]], tools)
+            stored = StoredResponse(body, [*state.items, *state.kept(body["output"])], tools)
             # The answer counts too: a giant streamed answer to a short request is encoded off the loop as well.
             await self.store.save(call.identity, stored, state.size + _text_chars(body["output"]))
 

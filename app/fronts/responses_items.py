@@ -26,6 +26,8 @@ class ResponseCall:
     tools: list[str] = field(default_factory=list)  # the tools the conversation found before this request
     size: int = 0  # bytes of the conversation's request bodies, roughly: a large one is handled off-loop
     specs: dict[str, ToolSpec] = field(default_factory=dict)  # the client's tools, by the engine's name
+    # An upstream's encrypted reasoning the client did not include, by item id: kept for a continuation only.
+    unshown: dict[str, str] = field(default_factory=dict)
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -36,6 +38,32 @@ class ResponseCall:
     def item_id(self, prefix: str) -> str:
         """An output item's id, which names its response: an `item_reference` to it finds it there."""
         return f"{prefix}_{self.id.removeprefix('resp_')}{next(self._numbers):04x}"
+
+    def shown(self, item: JsonObject, ident: str | None = None) -> JsonObject:
+        """A Responses upstream's own item (reasoning, a hosted call) as the client gets it: under an id of this
+        response (the upstream stored nothing, so its own ids name nothing), its `encrypted_content` only when the
+        client asked for it."""
+        prefix = "rs" if item.get("type") == "reasoning" else _prefix(str(item.get("type") or "item"))
+        shown = {**item, "id": ident or self.item_id(prefix)}
+        if not self.sealed_reasoning and "encrypted_content" in shown:
+            self.unshown[shown["id"]] = shown.pop("encrypted_content")
+        return shown
+
+    def kept(self, output: list[JsonObject]) -> list[JsonObject]:
+        """The output as a continuation (`previous_response_id`) carries it on: the upstream's reasoning whole, as
+        OpenAI keeps it for one, whether the client saw its `encrypted_content` or not."""
+        if not self.unshown:
+            return output
+        return [
+            {**item, "encrypted_content": self.unshown[item["id"]]} if item.get("id") in self.unshown else item
+            for item in output
+        ]
+
+
+def _prefix(kind: str) -> str:
+    """An id prefix for an item type, as OpenAI's: `ws` for a `web_search_call`."""
+    words = [word for word in kind.split("_") if word.isalpha()]
+    return "".join(word[0] for word in words[:-1] or words).lower() or "item"
 
 
 _ITEM_ID = re.compile(r"^[a-z]+_([0-9a-f]{32})[0-9a-f]{4,}$")

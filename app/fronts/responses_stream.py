@@ -3,8 +3,10 @@
 One output item is open at a time: text and reasoning deltas fill it until something of another kind comes
 (text after reasoning, a client tool call), which closes it (`....done`, `content_part.done`,
 `output_item.done`) and opens the next. Text across rounds (before and after a server-side MCP call) stays in one
-message, as the plain answer has it. Nothing is written before the upstream answered, so a failure before that
-keeps its HTTP status.
+message, as the plain answer has it. A Responses upstream's own items end as they came: its reasoning item closes
+the reasoning open for it (a summary streamed as `reasoning_summary_text`), its hosted calls (a web search) are
+items of their own. Nothing is written before the upstream answered, so a failure before that keeps its HTTP
+status.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from app.engine.events import (
     DiscoveryStats,
     Event,
     Finished,
+    HostedCall,
     KeepAlive,
+    ReasoningBlock,
     ReasoningDelta,
     RoundFinished,
     RoundStarted,
@@ -37,6 +41,7 @@ class _Open:
     id: str
     index: int
     text: str = ""
+    summary: bool = False  # reasoning streamed as its summary
 
 
 class ResponsesStream:
@@ -62,6 +67,9 @@ class ResponsesStream:
         if isinstance(event, RoundFinished):
             self.round_extra = event.extra
             return []
+        if isinstance(event, ReasoningBlock | HostedCall):  # only a Responses upstream's are items here
+            native = event.native
+            return self._own(native.value, isinstance(event, ReasoningBlock)) if native.format == "responses" else []
         if not isinstance(event, RoundStarted | ContentDelta | ReasoningDelta | ClientToolCall):
             return []
         if isinstance(event, RoundStarted):
@@ -75,13 +83,19 @@ class ResponsesStream:
             return [created, self._event("response.in_progress", response=response)]
         if isinstance(event, ContentDelta | ReasoningDelta):
             kind = "message" if isinstance(event, ContentDelta) else "reasoning"
-            out = self._open(kind)
+            out = self._open(kind, isinstance(event, ReasoningDelta) and event.summary)
             assert self.open is not None
             self.open.text += event.text
-            where = {"item_id": self.open.id, "output_index": self.open.index, "content_index": 0}
+            where = {"item_id": self.open.id, "output_index": self.open.index}
             if kind == "message":
-                return [*out, self._event("response.output_text.delta", **where, delta=event.text, logprobs=[])]
-            return [*out, self._event("response.reasoning_text.delta", **where, delta=event.text)]
+                text = self._event(
+                    "response.output_text.delta", **where, content_index=0, delta=event.text, logprobs=[]
+                )
+                return [*out, text]
+            if self.open.summary:
+                return [*out, self._event("response.reasoning_summary_text.delta", **where, summary_index=0,
+                                          delta=event.text)]  # fmt: skip
+            return [*out, self._event("response.reasoning_text.delta", **where, content_index=0, delta=event.text)]
         out = [*self._close(), *self._sealed()]
         index = len(self.output)
         spec = self.state.specs.get(event.call.name)
@@ -102,6 +116,21 @@ class ResponsesStream:
                 self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=arguments)
             )
         return [*out, self._event("response.output_item.done", output_index=index, item=item)]
+
+    def _own(self, item: JsonObject, reasoning: bool) -> list[str]:
+        """A Responses upstream's own item, ended: its reasoning closes the reasoning item open for it (with the
+        item as it came), anything else is an item of its own, opened and ended at once."""
+        if reasoning and self.open is not None and self.open.kind == "reasoning":
+            return self._close(self.state.shown(item, self.open.id))
+        out = self._close()
+        index = len(self.output)
+        shown = self.state.shown(item)
+        self.output.append(shown)
+        return [
+            *out,
+            self._event("response.output_item.added", output_index=index, item={**shown, "status": "in_progress"}),
+            self._event("response.output_item.done", output_index=index, item=shown),
+        ]
 
     def _sealed(self) -> list[str]:
         """What the final round's upstream gave of its own reasoning, as a reasoning item the client passes back
@@ -138,42 +167,52 @@ class ResponsesStream:
             self._event("response.failed", response=body),
         ]
 
-    def _open(self, kind: str) -> list[str]:
+    def _open(self, kind: str, summary: bool = False) -> list[str]:
         if self.open is not None and self.open.kind == kind:
             return []
         out = self._close()
         index = len(self.output)
-        self.open = _Open(kind, self.state.item_id("msg" if kind == "message" else "rs"), index)
+        self.open = _Open(kind, self.state.item_id("msg" if kind == "message" else "rs"), index, summary=summary)
         self.output.append({})  # its place; filled when it closes
+        where = {"item_id": self.open.id, "output_index": index}
         if kind == "message":
             item, part = message_item("", "in_progress", self.open.id), output_text("")
         else:
-            item, part = reasoning_item("", "in_progress", self.open.id), {"type": "reasoning_text", "text": ""}
-        where = {"item_id": self.open.id, "output_index": index, "content_index": 0}
-        return [
-            *out,
-            self._event("response.output_item.added", output_index=index, item=item),
-            self._event("response.content_part.added", **where, part=part),
-        ]
+            item = reasoning_item("", "in_progress", self.open.id)
+            part = {"type": "summary_text" if summary else "reasoning_text", "text": ""}
+        added = self._event("response.output_item.added", output_index=index, item=item)
+        if summary:
+            return [*out, added, self._event("response.reasoning_summary_part.added", **where, summary_index=0,
+                                             part=part)]  # fmt: skip
+        return [*out, added, self._event("response.content_part.added", **where, content_index=0, part=part)]
 
-    def _close(self) -> list[str]:
+    def _close(self, final: JsonObject | None = None) -> list[str]:
+        """The open item ended: `final` is the item as its upstream ended it, else the one its text makes."""
         current, self.open = self.open, None
         if current is None:
             return []
-        where = {"item_id": current.id, "output_index": current.index, "content_index": 0}
+        where = {"item_id": current.id, "output_index": current.index}
         if current.kind == "message":
             item, part = message_item(current.text, ident=current.id), output_text(current.text)
-            done = self._event("response.output_text.done", **where, text=current.text, logprobs=[])
+            done = self._event("response.output_text.done", **where, content_index=0, text=current.text, logprobs=[])
+            closed = [done, self._event("response.content_part.done", **where, content_index=0, part=part)]
+        elif current.summary:
+            part = {"type": "summary_text", "text": current.text}
+            item = {**reasoning_item("", ident=current.id), "summary": [part]}
+            closed = [
+                self._event("response.reasoning_summary_text.done", **where, summary_index=0, text=current.text),
+                self._event("response.reasoning_summary_part.done", **where, summary_index=0, part=part),
+            ]
         else:
             item = reasoning_item(current.text, ident=current.id)
             part = {"type": "reasoning_text", "text": current.text}
-            done = self._event("response.reasoning_text.done", **where, text=current.text)
+            closed = [
+                self._event("response.reasoning_text.done", **where, content_index=0, text=current.text),
+                self._event("response.content_part.done", **where, content_index=0, part=part),
+            ]
+        item = final or item
         self.output[current.index] = item
-        return [
-            done,
-            self._event("response.content_part.done", **where, part=part),
-            self._event("response.output_item.done", output_index=current.index, item=item),
-        ]
+        return [*closed, self._event("response.output_item.done", output_index=current.index, item=item)]
 
     def _event(self, kind: str, **fields: object) -> str:
         data = {"type": kind, "sequence_number": self.sequence, **fields}

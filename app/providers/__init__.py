@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.codecs.openai_chat.options import options_of
-from app.config import Config
+from app.config import Config, ProviderConfig
 from app.core.model import Options, with_defaults
 from app.errors import GatewayError
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import HttpProvider, Provider
 from app.providers.fallback import FallbackProvider
 from app.providers.openai import OpenAIProvider
+from app.providers.responses import ResponsesProvider
+
+KINDS: dict[str, Callable[[str, ProviderConfig, str | None], HttpProvider]] = {
+    "openai": OpenAIProvider,
+    "anthropic": AnthropicProvider,
+    "openai_responses": ResponsesProvider,
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class Router:
         self.providers: dict[str, Provider] = dict(providers or {})
         for name, provider in config.providers.items():
             if name not in self.providers:
-                kind = AnthropicProvider if provider.type == "anthropic" else OpenAIProvider
+                kind = KINDS[provider.type]
                 self.providers[name] = kind(name, provider, config.unset_env.get(f"providers.{name}.api_key"))
         # Written in chat-completions names in the config, read once into typed options (those another format
         # takes under its own names) and OpenAI pass-through.

@@ -20,6 +20,9 @@ class FallbackProvider:
     def __init__(self, candidates: Sequence[tuple[Provider, str]]) -> None:
         self.candidates = list(candidates)
         self.name = self.candidates[0][0].name
+        # The hosted tools every candidate runs: a request that goes to any of them keeps only those.
+        served = [frozenset[str](getattr(provider, "hosted_tools", frozenset())) for provider, _ in self.candidates]
+        self.hosted_tools = frozenset.intersection(*served)
 
     async def complete(self, request: UpstreamRequest) -> Delta:
         for position, (provider, model) in enumerate(self.candidates):

@@ -15,11 +15,13 @@ import json
 import uuid
 from typing import Any
 
+from app.codecs.responses.input import OWN_ITEMS
 from app.codecs.responses.protocol import (
     CustomToolCallItem,
     CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
+    HostedCallItem,
     InputItem,
     LocalShellCallItem,
     LocalShellCallOutputItem,
@@ -59,13 +61,15 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
     carried: Native | None = None  # and what the upstream gave of its own with it
     for index, item in enumerate(items):
         last = messages[-1] if messages else None
-        if isinstance(item, ReasoningItem):
-            reasoning = _reasoning_text(item) or reasoning
+        if isinstance(item, ReasoningItem | HostedCallItem):
+            if isinstance(item, ReasoningItem):
+                reasoning = _reasoning_text(item) or reasoning
             own = _carried(item)
-            if own is not None and last is not None and last.role == "assistant" and last.extra is None:
-                last.extra = own  # streamed, it comes after the turn's text, before its calls
-            else:
-                carried = own or carried
+            if own is not None and own.format == "openai" and _open_turn(last):
+                assert last is not None
+                last.extra = own  # streamed, the gateway's sealed item comes after the turn's text, before its calls
+            elif own is not None:
+                carried = _joined(carried, own)
         elif isinstance(item, CallItem):
             call = _call(item)
             if last is not None and last.role == "assistant" and reasoning is None and carried is None:
@@ -77,8 +81,9 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
             call_id = item.call_id or (item.id if isinstance(item, LocalShellCallOutputItem) else None) or ""
             messages.append(Message("tool", _output_text(item.output), tool_call_id=call_id))
         elif isinstance(item, ToolSearchOutputItem):
-            if item.call_id:
-                messages.append(Message("tool", _loaded_text(item), tool_call_id=item.call_id))
+            if item.call_id:  # the tools it loaded, as they came, for an upstream that reads them there
+                native = Native("responses", item.model_dump(exclude_none=True))
+                messages.append(Message("tool", _loaded_text(item), tool_call_id=item.call_id, native=native))
         elif isinstance(item, MessageItem):
             role = "system" if item.role == "developer" else item.role
             content = _content(item.content, index, role == "assistant")
@@ -88,6 +93,17 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
             if assistant:
                 reasoning = carried = None
     return messages
+
+
+def _open_turn(message: Message | None) -> bool:
+    return message is not None and message.role == "assistant" and message.extra is None
+
+
+def _joined(carried: Native | None, own: Native) -> Native:
+    """A turn's own items so far with one more: a Responses upstream's in order (reasoning, hosted calls)."""
+    if carried is None or carried.format != "responses" or own.format != "responses":
+        return own
+    return Native("responses", {OWN_ITEMS: [*carried.value[OWN_ITEMS], *own.value[OWN_ITEMS]]})
 
 
 def _call(item: CallItem) -> ToolCall:
@@ -127,14 +143,17 @@ def seal(extra: Native | None) -> str | None:
     return SEALED + base64.urlsafe_b64encode(text.encode()).decode()
 
 
-def _carried(item: ReasoningItem) -> Native | None:
-    """What a reasoning item passed back carries for the upstream: the fields the gateway sealed, or a
-    Responses upstream's own reasoning item (its `encrypted_content`), for an upstream of that format."""
+def _carried(item: ReasoningItem | HostedCallItem) -> Native | None:
+    """What an item passed back carries for the upstream: the fields the gateway sealed in a reasoning item, or a
+    Responses upstream's own item (reasoning with its `encrypted_content`, a hosted call), for an upstream of that
+    format."""
+    if isinstance(item, HostedCallItem):
+        return Native("responses", {OWN_ITEMS: [item.model_dump(exclude_none=True)]})
     sealed = item.encrypted_content
     if not sealed:
         return None
     if not sealed.startswith(SEALED):
-        return Native("responses", {"reasoning": [item.model_dump(exclude_none=True)]})
+        return Native("responses", {OWN_ITEMS: [item.model_dump(exclude_none=True)]})
     try:
         found = json.loads(base64.urlsafe_b64decode(sealed[len(SEALED) :].encode()))
     except (ValueError, binascii.Error, RecursionError):

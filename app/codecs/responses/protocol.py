@@ -194,6 +194,23 @@ class ReasoningItem(_Open):
     encrypted_content: str | None = None
 
 
+HOSTED_CALLS = (
+    "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
+    "mcp_list_tools",
+)  # fmt: skip
+
+
+class HostedCallItem(_Open):
+    """A hosted tool's call the upstream ran itself (a web search, ...), passed back as it came: for an upstream
+    that speaks Responses, with the turn it belongs to; another upstream never ran it."""
+
+    type: Literal[
+        "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
+        "mcp_list_tools",
+    ]  # fmt: skip
+    id: str | None = None
+
+
 class ItemReference(_Open):
     """An item of one of the caller's stored responses, by its id: the front puts the item itself in its place."""
 
@@ -213,6 +230,7 @@ InputItem = (
     | ToolSearchOutputItem
     | AdditionalToolsItem
     | ReasoningItem
+    | HostedCallItem
     | ItemReference
 )
 ITEM_MODELS: dict[str, type[InputItem]] = {
@@ -228,6 +246,7 @@ ITEM_MODELS: dict[str, type[InputItem]] = {
     "additional_tools": AdditionalToolsItem,
     "reasoning": ReasoningItem,
     "item_reference": ItemReference,
+    **{kind: HostedCallItem for kind in HOSTED_CALLS},
 }
 
 

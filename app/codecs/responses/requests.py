@@ -4,6 +4,7 @@ as a Responses request body, for an upstream that speaks the Responses API.
 
 from __future__ import annotations
 
+from app.codecs.responses.input import input_items, own_name, tools_of
 from app.codecs.responses.items import messages_of
 from app.codecs.responses.protocol import ParsedResponses, ResponsesRequest
 from app.codecs.responses.tools import client_tools, hosted_tool
@@ -12,9 +13,7 @@ from app.core.model import (
     ChoiceMode,
     ClientTool,
     JsonObject,
-    Message,
     Options,
-    Part,
     Reasoning,
     ResponseFormat,
     ToolChoice,
@@ -22,6 +21,7 @@ from app.core.model import (
     UpstreamRequest,
 )
 
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 MODES: dict[str, ChoiceMode] = {"auto": "auto", "none": "none", "required": "required"}  # checked by the front
 # Read here or by the front; every other field passes on to an upstream that speaks Responses (`include`, say).
 READ_FIELDS = frozenset(
@@ -99,13 +99,14 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     """The round as a Responses request body. Nothing is stored upstream: the engine sends the whole conversation
     every round, as it does to a chat upstream."""
     options = request.options
-    body: JsonObject = {"model": request.model, "input": [item for m in request.messages for item in input_of(m)]}
-    tools = [*(_tool(tool) for tool in request.tools), *(tool.native.value for tool in request.hosted_tools)]
+    items = input_items(request.messages, request.tools)
+    body: JsonObject = {"model": request.model, "input": items}
+    tools = [*tools_of(request.tools, request.messages), *(tool.native.value for tool in request.hosted_tools)]
     if tools:
         body["tools"] = tools
     choice = options.tool_choice
     if choice is not None:
-        body["tool_choice"] = {"type": "function", "name": choice.name} if choice.mode == "tool" else choice.mode
+        body["tool_choice"] = _tool_choice(choice, request.tools) if choice.mode == "tool" else choice.mode
     passed = {
         "temperature": options.temperature,
         "top_p": options.top_p,
@@ -131,51 +132,22 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     return body
 
 
-def input_of(message: Message) -> list[JsonObject]:
-    """One engine message as Responses input items: an assistant turn's calls become `function_call` items, a
-    tool message a `function_call_output`."""
-    if message.role == "tool":
-        return [{"type": "function_call_output", "call_id": message.tool_call_id or "", "output": message.text()}]
-    if message.role == "assistant":
-        items: list[JsonObject] = []
-        if message.text():
-            text = {"type": "output_text", "text": message.text(), "annotations": []}
-            items.append({"type": "message", "role": "assistant", "content": [text]})
-        items += [
-            {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in message.tool_calls
-        ]
-        return items
-    role = "system" if message.role in ("system", "developer") else "user"
-    return [{"type": "message", "role": role, "content": _content(message.content)}]
+def with_reasoning_kept(body: JsonObject) -> JsonObject:
+    """`body` asking for reasoning it can send back (`encrypted_content`, since nothing is stored upstream) when the
+    round reasons: it sets reasoning options or carries reasoning items. Not otherwise, as a model that does not
+    reason may refuse the request."""
+    include = list(body.get("include") or ())
+    reasons = "reasoning" in body or any(item.get("type") == "reasoning" for item in body["input"])
+    if reasons and ENCRYPTED_REASONING not in include:
+        body["include"] = [*include, ENCRYPTED_REASONING]
+    return body
 
 
-def _content(content: str | list[Part] | None) -> str | list[JsonObject]:
-    if not isinstance(content, list):
-        return content or ""
-    parts: list[JsonObject] = []
-    for part in content:
-        if part.kind == "text":
-            parts.append({"type": "input_text", "text": part.text})
-        elif part.kind == "image":
-            image: JsonObject = {"type": "input_image", "image_url": part.url}
-            detail = ((part.native or {}).get("image_url") or {}).get("detail")
-            if detail:
-                image["detail"] = detail
-            parts.append(image)
-    return parts
-
-
-def _tool(tool: ToolSpec) -> JsonObject:
-    """A tool as a Responses client sent it (a namespaced one as its own function, under its flat name: namespaces
-    are regrouped by a Responses provider, which knows them from `ToolSpec.namespace`), else as a function."""
-    if tool.native is not None and tool.native.format == "responses" and tool.namespace is None:
-        return tool.native.value
-    wire: JsonObject = {"type": "function", "name": tool.name, "description": tool.description}
-    wire["parameters"] = tool.parameters
-    if tool.strict is not None:
-        wire["strict"] = tool.strict
-    return wire
+def _tool_choice(choice: ToolChoice, tools: list[ToolSpec]) -> JsonObject:
+    """The one tool the model must call, by the type and name the client gave it."""
+    spec = next((tool for tool in tools if tool.name == choice.name), None)
+    kind = "custom" if spec is not None and spec.kind == "custom" else "function"
+    return {"type": kind, "name": own_name(choice.name, spec)}
 
 
 def _text_format(response_format: ResponseFormat) -> JsonObject:

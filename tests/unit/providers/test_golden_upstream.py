@@ -1,9 +1,10 @@
 """The bodies each provider sends upstream, for every front, recorded as golden files.
 
 Each front (chat completions, Responses, Messages) sends one varied request to each upstream kind (an
-OpenAI-compatible one, Anthropic's), plain and streamed. The upstream answers with a `search_tools` call, then a
-call to the deferred MCP tool it found, then text, so every round's body is recorded: the client's turns, tools
-and parameters, then the gateway's own turns and tools added. `TOOLSIFT_UPDATE_GOLDEN=1` rewrites the files.
+OpenAI-compatible one, Anthropic's, a Responses one), plain and streamed. The upstream answers with a
+`search_tools` call, then a call to the deferred MCP tool it found, then text, so every round's body is recorded:
+the client's turns, tools and parameters, then the gateway's own turns and tools added. `TOOLSIFT_UPDATE_GOLDEN=1`
+rewrites the files.
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ import pytest
 from app.config import parse_config
 from tests.support.anthropic import ANTHROPIC_UPSTREAM, CLAUDE_PROVIDER, message, streamed_message, tool_use
 from tests.support.gateway import ROOT, UPSTREAM, load_example
+from tests.support.responses_upstream import (
+    RESPONSES_PROVIDER,
+    RESPONSES_UPSTREAM,
+    function_call,
+    reasoning,
+    response,
+    sse,
+    stream_events,
+)
+from tests.support.responses_upstream import message as output_message
 from tests.support.upstream import mock_upstreams
 
 GOLDEN = ROOT / "tests" / "golden" / "upstream"
@@ -180,10 +191,12 @@ def config() -> Any:
             "providers": {
                 "up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0},
                 "claude": CLAUDE_PROVIDER,
+                "resp": RESPONSES_PROVIDER,
             },
             "models": {
                 "openai": {"provider": "up", "model": "gpt-test"},
                 "anthropic": {"provider": "claude", "model": "claude-test"},
+                "responses": {"provider": "resp", "model": "gpt-5-test"},
             },
             "mcpServers": {"finance": {"command": "unused", "defer_loading": True}},
             "tool_discovery": {"semantic": {"enabled": False}},
@@ -274,9 +287,32 @@ def anthropic_replies(stream: bool) -> list[httpx.Response]:
     return [httpx.Response(200, json=message(content, stop)) for content, stop in turns]
 
 
+def responses_replies(stream: bool) -> list[httpx.Response]:
+    """The same three turns as a Responses upstream answers them, each reasoning first (encrypted, to go back)."""
+    turns = [
+        response(
+            reasoning("Search first.", encrypted="enc-1"),
+            {**function_call("search_tools", {"query": "convert currency"}), "call_id": "call_s"},
+        ),
+        response(
+            reasoning("Convert now.", encrypted="enc-2"),
+            output_message("Converting."),
+            {**function_call("finance__convert_currency", CONVERT), "call_id": "call_c"},
+        ),
+        response(output_message('{"answer": "4.6 EUR"}')),
+    ]
+    if stream:
+        return [httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sse(stream_events(turn)))
+                for turn in turns]  # fmt: skip
+    return [httpx.Response(200, json=turn) for turn in turns]
+
+
+REPLIES = {"openai": openai_replies, "anthropic": anthropic_replies, "responses": responses_replies}
+
+
 async def _run(front: str, upstream: str, stream: bool, gateway_factory: Any) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
-    replies = anthropic_replies(stream) if upstream == "anthropic" else openai_replies(stream)
+    replies = REPLIES[upstream](stream)
 
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.content))
@@ -285,6 +321,7 @@ async def _run(front: str, upstream: str, stream: bool, gateway_factory: Any) ->
     with mock_upstreams() as router:
         router.post(f"{UPSTREAM}/chat/completions").mock(side_effect=answer)
         router.post(f"{ANTHROPIC_UPSTREAM}/messages").mock(side_effect=answer)
+        router.post(f"{RESPONSES_UPSTREAM}/responses").mock(side_effect=answer)
         client, _ = await gateway_factory(config(), targets={"finance": load_example("finance").mcp})
         path, body = FRONTS[front]
         body = {**body, "model": upstream, "stream": stream}
@@ -299,7 +336,7 @@ async def _run(front: str, upstream: str, stream: bool, gateway_factory: Any) ->
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-@pytest.mark.parametrize("upstream", ["openai", "anthropic"])
+@pytest.mark.parametrize("upstream", list(REPLIES))
 @pytest.mark.parametrize("front", list(FRONTS))
 async def test_upstream_bodies_as_recorded(front: str, upstream: str, stream: bool, gateway_factory: Any) -> None:
     sent = await _run(front, upstream, stream, gateway_factory)
