@@ -250,26 +250,43 @@ class SemanticSearch:
         return found.whole if found is not None else None
 
     def prepare_now(self, text: str) -> None:
-        """Compute `text`'s vectors (the whole and, for a task of several sentences, each sentence's: a batch of
-        their own, so short sentences are not padded to the whole's length) unless cached (blocking; call through
-        `prepare` on the event loop)."""
-        text = text[:MAX_QUERY_CHARS]
-        if self.backend is None or not text.strip() or text in self._queries:
+        """Compute `text`'s vectors unless cached (blocking; call through `prepare` on the event loop)."""
+        self.prepare_many_now([text])
+
+    def prepare_many_now(self, texts: Sequence[str]) -> None:
+        """Compute the vectors of the `texts` not cached: each whole text, and for a task of several sentences each
+        sentence's. The wholes are one batch and the sentences another (so short sentences are not padded to a
+        whole task's length): a call of four short queries costs one encoder pass, not four."""
+        if self.backend is None:
             return
-        parts = sentences(text) if self.params.sentence_weight > 0 else []
-        whole = self.backend.embed_queries([text])
-        each = self.backend.embed_queries(parts) if parts else whole[:0]
-        if whole.shape[0] != 1 or each.shape[0] != len(parts):
-            raise EmbeddingError(f"{whole.shape[0] + each.shape[0]} vectors for {len(parts) + 1} texts")
-        found = QueryVectors(whole[0], tuple(zip(parts, each, strict=True)))
+        wanted = [text for text in dict.fromkeys(text[:MAX_QUERY_CHARS] for text in texts) if text.strip()]
+        wanted = [text for text in wanted if text not in self._queries]
+        if not wanted:
+            return
+        parts = [sentences(text) if self.params.sentence_weight > 0 else [] for text in wanted]
+        flat = [sentence for found in parts for sentence in found]
+        whole = self.backend.embed_queries(wanted)
+        each = self.backend.embed_queries(flat) if flat else whole[:0]
+        if whole.shape[0] != len(wanted) or each.shape[0] != len(flat):
+            raise EmbeddingError(f"{whole.shape[0] + each.shape[0]} vectors for {len(wanted) + len(flat)} texts")
+        start = 0
         with self._lock:
-            self._queries[text] = found
+            for text, found, vector in zip(wanted, parts, whole, strict=True):
+                vectors = each[start : start + len(found)]
+                self._queries[text] = QueryVectors(vector, tuple(zip(found, vectors, strict=True)))
+                start += len(found)
 
     async def prepare(self, text: str | None) -> None:
         """Have `text`'s vector ready for the next search, computed in a thread; failures leave it lexical."""
-        if self.backend is None or not text or self.query_vector(text) is not None:
+        await self.prepare_many([text] if text else [])
+
+    async def prepare_many(self, texts: Sequence[str]) -> None:
+        """Have the vectors of `texts` ready for the next searches, computed in one thread hop and one batch;
+        failures leave those searches lexical."""
+        missing = [text for text in texts if text and self.query_vector(text) is None]
+        if self.backend is None or not missing:
             return
         try:
-            await asyncio.to_thread(self.prepare_now, text)
+            await asyncio.to_thread(self.prepare_many_now, missing)
         except EmbeddingError as exc:
-            log.warning("semantic: query embedding failed, keyword search for this query: %s", exc)
+            log.warning("semantic: query embedding failed, keyword search for these queries: %s", exc)
