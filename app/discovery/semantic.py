@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from cachetools import LRUCache
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolsift.semantic")
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
 QUERY_CACHE_SIZE = 1024
+MAX_PARAMETERS = 32  # parameters read for the text of a tool without a description (its text is 300 characters)
 State = Literal["off", "loading", "ready", "unavailable"]
 
 
@@ -62,9 +63,32 @@ def fusion_params(settings: SemanticConfig) -> SearchParams:
 
 def tool_text(entry: ToolEntry) -> str:
     """What a tool's vector is computed from: its name as words, then its description (measured against adding
-    the server's name or the parameters: this reads best for short queries and as well for long ones)."""
-    name = " ".join(_IDENTIFIER.sub(" ", entry.original_name).split()).lower()
-    return f"{name}: {entry.description.strip()}" if entry.description.strip() else name
+    the server's name or the parameters: this reads best for short queries and as well for long ones). A tool
+    without a description is read as its name, its server's name and its parameters: its name alone is two or three
+    words (measured on RapidAPI tasks: one call of sub-queries 0.806 -> 0.814 with this, whole tasks level; the
+    server's description as well read worse for short queries)."""
+    name = _words(entry.original_name)
+    if entry.description.strip():
+        return f"{name}: {entry.description.strip()}"
+    details = [_words(entry.server)] if entry.server else []
+    properties = entry.parameters.get("properties")
+    if isinstance(properties, dict) and properties:
+        details.append("takes " + _parameters(properties))
+    return f"{name}: {'; '.join(details)}" if details else name
+
+
+def _words(identifier: str) -> str:
+    return " ".join(_IDENTIFIER.sub(" ", identifier).split()).lower()
+
+
+def _parameters(properties: dict[str, Any], limit: int = 300) -> str:
+    """Parameter names as words, each with its description: what a tool takes says what it does."""
+    parts: list[str] = []
+    for name, spec in list(properties.items())[:MAX_PARAMETERS]:
+        description = spec.get("description") if isinstance(spec, dict) else None
+        text = description.strip() if isinstance(description, str) else ""
+        parts.append(_words(str(name)) + (f" ({text})" if text else ""))
+    return ", ".join(parts)[:limit]
 
 
 class SemanticSearch:
