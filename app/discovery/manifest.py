@@ -117,8 +117,8 @@ def search_tool_definition(
     description = (
         "Search for and load tool definitions that are not loaded yet. Call this before using any tool listed "
         f"below; {callable_after} (e.g. "
-        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list. When a task needs "
-        f"several capabilities, send one short query per capability in 'queries', all in this one call.{note}\n\n"
+        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list. For several "
+        f"capabilities, send one short query each in 'queries', in one call.{note}\n\n"
         f"<manifest>\n{manifest}\n</manifest>"
     )
     return {
@@ -133,8 +133,8 @@ def search_tool_definition(
                         "type": "array",
                         "items": {"type": "string"},
                         "description": (
-                            "One short query per capability you need, e.g. ['stock price history', "
-                            "'create presentation']; each query gets its own results."
+                            "One short query per capability, e.g. ['stock price history', 'create presentation']; "
+                            "each gets its own results."
                         ),
                     },
                     "query": {
