@@ -102,22 +102,8 @@ def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
             memory = tracemalloc.get_traced_memory()[0] / 1e6
             tracemalloc.stop()
             del warm, warm_discovery
-        latencies = []
-        for query in queries:
-            begun = time.perf_counter()
-            cold.prepare_now(query)
-            rank_tools(discovery, query, None, 5)
-            latencies.append((time.perf_counter() - begun) * 1000)
-            cold._queries.clear()
+        latencies, calls = single_and_several(cold, discovery, queries)
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        calls = []
-        for start in range(0, len(queries) - PER_CALL + 1, PER_CALL):
-            call = queries[start : start + PER_CALL]
-            begun = time.perf_counter()
-            cold.prepare_many_now(call)
-            rank_queries(discovery, call, None, 5)
-            calls.append((time.perf_counter() - begun) * 1000)
-            cold._queries.clear()
         several50, several99 = percentile(calls, 0.5), percentile(calls, 0.99)
         row = f"{size:>7,} {cold_seconds:>12.1f} {cold.encoder_calls:>9,} {warm_seconds:>7.2f} {p50:>7.2f} {p99:>7.2f}"
         print(f"{row} {memory:>6.0f} {several50:>8.2f} {several99:>8.2f} {several99 / p99:>6.2f}")
@@ -133,6 +119,30 @@ def hybrid(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
     return result
 
 
+def single_and_several(
+    semantic: SemanticSearch, discovery: Discovery, queries: list[str]
+) -> tuple[list[float], list[float]]:
+    """Milliseconds of each query searched alone, and of each call of PER_CALL of them, every query encoded afresh.
+    A call's queries are timed alone right before it, so both see the machine in the same state."""
+    alone: list[float] = []
+    calls: list[float] = []
+    for start in range(0, len(queries), PER_CALL):
+        call = queries[start : start + PER_CALL]
+        for query in call:
+            begun = time.perf_counter()
+            semantic.prepare_now(query)
+            rank_tools(discovery, query, None, 5)
+            alone.append((time.perf_counter() - begun) * 1000)
+            semantic._queries.clear()
+        if len(call) == PER_CALL:
+            begun = time.perf_counter()
+            semantic.prepare_many_now(call)
+            rank_queries(discovery, call, None, 5)
+            calls.append((time.perf_counter() - begun) * 1000)
+            semantic._queries.clear()
+    return alone, calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -144,6 +154,9 @@ def main() -> None:
     short = None if args.no_semantic else require_data(SHORT_QUERIES)
     tools, queries = data["tools"], [query["text"] for query in data["queries"]]
     results: dict[str, Any] = {"data": args.data.name, "queries": len(queries), "k": 5, "keyword": []}
+    # Threads the BLAS may use (one makes latency steadier when the machine is shared): part of the record.
+    threads = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+    results["threads"] = {name: os.environ[name] for name in threads if name in os.environ}
     print(f"Search at scale ({args.data.name}; {len(queries)} queries per size, k=5)\n")
     print(f"{'tools':>7} {'build s':>8} {'memory MB':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
     for size in SIZES:

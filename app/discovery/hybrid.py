@@ -139,7 +139,8 @@ def _dense(parts: Sequence[ToolIndex], matrices: Sequence[Array | None], vector:
         ]
     ).astype(np.float64)
     measured = ~np.isnan(dense)
-    dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
+    if not measured.all():
+        dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
     return dense, measured
 
 
