@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 Scores = np.ndarray[Any, np.dtype[np.float64]]
 Mask = np.ndarray[Any, np.dtype[np.bool_]]
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+REORDERED = 256  # places the sibling contrast may reorder: far past what a search reads (25, and loaded ones)
 
 
 def sentences(text: str) -> list[str]:
@@ -183,7 +184,8 @@ def _reorder_siblings(
     parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], fused: Scores, adjusted: Scores
 ) -> Scores:
     """`fused`, with each server's tools reordered among themselves by `adjusted`: the places a server's tools take
-    in the ranking stay the server's, so a contrast between siblings never moves one server past another."""
+    in the ranking stay the server's, so a contrast between siblings never moves one server past another. Only the
+    servers with a tool among the first REORDERED places are reordered: no other tool can reach those places."""
     if np.array_equal(fused, adjusted):
         return fused
     numbers, offset = [], 0
@@ -193,9 +195,11 @@ def _reorder_siblings(
         numbers.append(own + offset)
         offset += int(own.max(initial=-1)) + 1
     servers = np.concatenate(numbers)
-    by_adjusted = np.lexsort((-adjusted, servers))  # grouped by server, best first within each
-    by_fused = np.lexsort((-fused, servers))
-    reordered = np.empty_like(fused)
+    first = np.argpartition(-fused, REORDERED)[:REORDERED] if len(fused) > REORDERED else np.arange(len(fused))
+    tools = np.flatnonzero(np.isin(servers, servers[first]))
+    by_adjusted = tools[np.lexsort((-adjusted[tools], servers[tools]))]  # grouped by server, best first in each
+    by_fused = tools[np.lexsort((-fused[tools], servers[tools]))]
+    reordered = fused.copy()
     reordered[by_adjusted] = fused[by_fused]
     return reordered
 
