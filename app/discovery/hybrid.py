@@ -116,8 +116,9 @@ def hybrid_rank(
                 axis=0,
             )
             fused = (1 - params.sentence_weight) * fused + params.sentence_weight * best
-        fused = fused + _server_lift(parts, means, vectors.whole, params)
-        contrast = _sibling_contrast(parts, means, dense, vectors.whole, params.contrast(len(text.split())))
+        near = [found.centroids @ vectors.whole if found is not None else None for found in means]
+        fused = fused + _server_lift(parts, means, near, params)
+        contrast = _sibling_contrast(parts, means, near, dense, params.contrast(len(text.split())))
         fused = _reorder_siblings(parts, means, fused, fused + contrast)
         if required:
             fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
@@ -159,21 +160,25 @@ def _fuse(parts: Sequence[ToolIndex], lexical: Scores, dense: Scores, text: str,
 
 
 def _sibling_contrast(
-    parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], dense: Scores, vector: Array, weight: float
+    parts: Sequence[ToolIndex],
+    means: Sequence[ServerMeans | None],
+    near: Sequence[Array | None],
+    dense: Scores,
+    weight: float,
 ) -> Scores:
     """`weight` times the cosine between the query and what sets a tool apart from its server's other tools (its
     vector minus their mean). Siblings that act on one object (create, list, search, update a note) mean nearly
     the same, so a short query's object word matches them all alike and the first result was often a sibling:
     this lets the part that differs (what the tool does) decide between them (`_reorder_siblings`). Tools alone
-    on their server get 0."""
+    on their server get 0. `near`: each part's servers' cosine to the query."""
     contrast = np.zeros(sum(len(part.entries) for part in parts))
     if weight <= 0:
         return contrast
     start = 0
-    for part, found in zip(parts, means, strict=True):
+    for part, found, similarity in zip(parts, means, near, strict=True):
         end = start + len(part.entries)
-        if found is not None and len(part.entries):
-            shared = (found.centroids @ vector).astype(np.float64)[found.server_of] * found.mean_length[found.server_of]
+        if found is not None and similarity is not None and len(part.entries):
+            shared = (similarity.astype(np.float64) * found.mean_length)[found.server_of]
             apart = found.apart
             contrast[start:end] = np.where(apart > 1e-6, (dense[start:end] - shared) / np.maximum(apart, 1e-6), 0.0)
         start = end
@@ -196,7 +201,9 @@ def _reorder_siblings(
         offset += int(own.max(initial=-1)) + 1
     servers = np.concatenate(numbers)
     first = np.argpartition(-fused, REORDERED)[:REORDERED] if len(fused) > REORDERED else np.arange(len(fused))
-    tools = np.flatnonzero(np.isin(servers, servers[first]))
+    chosen = np.zeros(offset, dtype=bool)
+    chosen[servers[first]] = True
+    tools = np.flatnonzero(chosen[servers])
     by_adjusted = tools[np.lexsort((-adjusted[tools], servers[tools]))]  # grouped by server, best first in each
     by_fused = tools[np.lexsort((-fused[tools], servers[tools]))]
     reordered = fused.copy()
@@ -205,15 +212,19 @@ def _reorder_siblings(
 
 
 def _server_lift(
-    parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], vector: Array, params: SearchParams
+    parts: Sequence[ToolIndex],
+    means: Sequence[ServerMeans | None],
+    near: Sequence[Array | None],
+    params: SearchParams,
 ) -> Scores:
     """`server_meaning_lift` per standard deviation that a tool's server is nearer the query than the average
-    server; nothing with fewer than three servers, where such a spread says nothing."""
+    server (`near`: each part's servers' cosine to the query); nothing with fewer than three servers, where such a
+    spread says nothing."""
     lift = np.zeros(sum(len(part.entries) for part in parts))
-    known = [found for found in means if found is not None]
-    if params.server_meaning_lift <= 0 or sum(len(found.centroids) for found in known) < 3:
+    known = [similarity for similarity in near if similarity is not None]
+    if params.server_meaning_lift <= 0 or sum(len(similarity) for similarity in known) < 3:
         return lift
-    similarity = np.concatenate([found.centroids @ vector for found in known]).astype(np.float64)
+    similarity = np.concatenate(known).astype(np.float64)
     spread = float(similarity.std())
     if spread <= 0:
         return lift
