@@ -58,19 +58,19 @@ def clean_query(query: str) -> str:
 def read_queries(query: str | None, queries: Sequence[str] | None, budget: QueryBudget) -> Queries:
     """`query` and then `queries` (types already checked), cleaned; those past the budget are named in notes.
     Only the entries up to the first one past `per_call` are read: a list of a million costs what six do."""
-    listed = [query] if query is not None else []
-    listed.extend(queries or ())
+    listed = [*([query] if query is not None else []), *(queries or ())]
     notes: list[str] = []
     runnable: list[str] = []
     seen: set[str] = set()
     over_call: list[str] = []
+    rest = 0  # entries from the first one past `per_call` on: counted, a few of them named
     for position, text in enumerate(listed):
         cleaned = clean_query(text)
         if not cleaned or cleaned.casefold() in seen:
             continue
         if len(runnable) == budget.per_call:
-            over_call = [clean_query(rest) for rest in listed[position : position + MAX_LISTED]]
-            over_call += [""] * (len(listed) - position - len(over_call))  # counted, not read
+            over_call = [clean_query(other) for other in listed[position : position + MAX_LISTED]]
+            rest = len(listed) - position
             break
         if len(text.strip()) > MAX_QUERY_CHARS and not notes:
             notes.append(f"Note: the query was cut to its first {MAX_QUERY_CHARS:,} characters.")
@@ -85,16 +85,17 @@ def read_queries(query: str | None, queries: Sequence[str] | None, budget: Query
         )
     if over_call:
         notes.append(
-            f"Not searched: {_listed(over_call)}: one search_tools call runs at most {budget.per_call} queries "
+            f"Not searched: {_listed(over_call, rest)}: one search_tools call runs at most {budget.per_call} queries "
             "(max_queries_per_search). Search for them in another call."
         )
     return Queries(run, notes)
 
 
-def _listed(queries: Sequence[str]) -> str:
-    shown = ", ".join(f"'{shown_name(query)}'" for query in queries[:MAX_LISTED] if query)
-    rest = len(queries) - MAX_LISTED
-    return shown + (f" and {rest:,} more" if rest > 0 else "")
+def _listed(queries: Sequence[str], count: int | None = None) -> str:
+    """The first few `queries` quoted, and how many more of `count` (all of them by default) there are."""
+    shown = [f"'{shown_name(query)}'" for query in queries[:MAX_LISTED] if query]
+    more = (len(queries) if count is None else count) - len(shown)
+    return ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
 
 
 @dataclass
