@@ -6,6 +6,7 @@ One source for both: the admin API answers these reports as JSON from the runnin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app import tokens
@@ -15,6 +16,7 @@ from app.core.model import ChatRequest, Options
 from app.discovery.cache import DiscoveryCache
 from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
+from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget, read_queries
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.request_tools import prepare_request_tools
@@ -87,44 +89,58 @@ def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
 
 
 def search_report(
-    discovery: Discovery | None, query: str, server: str | None, limit: int, every: Discovery | None = None
+    discovery: Discovery | None,
+    queries: str | Sequence[str],
+    server: str | None,
+    limit: int,
+    every: Discovery | None = None,
+    max_queries: int = DEFAULT_MAX_QUERIES,
 ) -> dict[str, Any]:
-    """The model's search for `query`, ranked and explained: each result's keyword (BM25F) score, its cosine
-    similarity when hybrid, the fused score, its match against the best possible keyword score, and which of
-    its fields each query word matched; plus the text `search_tools` answers the model, and (with `every`, all
-    the tools) the loaded tools that would rank among the first `limit` had they been deferred: the model has
-    those without a search. The query's vector must be prepared beforehand (SemanticSearch.prepare), as the
-    gateway does before every search."""
-    loaded = _loaded_matches(discovery, every, query, server, limit)
+    """The model's search for `queries` (one, or several in one call), ranked and explained: each result's query,
+    its keyword (BM25F) score, its cosine similarity when hybrid, the fused score, its match against the best
+    possible keyword score, and which of its fields each query word matched; plus the text `search_tools` answers
+    the model, and (with `every`, all the tools) the loaded tools that would rank among the first `limit` had they
+    been deferred: the model has those without a search. The queries' vectors must be prepared beforehand
+    (`prepare_search`), as the gateway does before every search."""
+    listed = [queries] if isinstance(queries, str) else list(queries)
+    run = read_queries(None, listed, QueryBudget(max_queries)).run
+    loaded = [found for query in run for found in _loaded_matches(discovery, every, query, server, limit)]
     if discovery is None:
         text = "Nothing is deferred: there is nothing to search."
         return {"mode": "none", "results": [], "weak": False, "text": text, "loaded": loaded}
     if server is not None and server not in discovery.by_group:
         servers = ", ".join(discovery.by_group) or "(none)"
         raise RequestRefused(f"Unknown server {server!r}; servers you can search: {servers}.", param="server")
-    best = discovery.index.best_possible(query)
-    ranked = scored_tools(discovery, query, server, limit)
     summaries = {group.label: group.summary for group in discovery.groups}
-    results = [
-        {
-            "rank": position,
-            "name": found.entry.name,
-            "server": found.entry.server,
-            "description": found.entry.description,
-            "score": round(found.score, 4),
-            "lexical": round(found.lexical, 4),
-            "semantic": round(found.semantic, 4) if found.semantic is not None else None,
-            "match": round(min(found.lexical / best, 1.0), 4) if best else None,
-            "weak": found.weak,
-            "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
-        }
-        for position, found in enumerate(ranked, 1)
-    ]
-    outcome = run_search({"query": query, "server_name": server}, discovery, lambda _: False, limit)
+    results: list[dict[str, Any]] = []
+    ranked_all: list[Scored] = []
+    for query in run:
+        best = discovery.index.best_possible(query)
+        ranked = scored_tools(discovery, query, server, limit)
+        ranked_all.extend(ranked)
+        results.extend(
+            {
+                "query": query,
+                "rank": position,
+                "name": found.entry.name,
+                "server": found.entry.server,
+                "description": found.entry.description,
+                "score": round(found.score, 4),
+                "lexical": round(found.lexical, 4),
+                "semantic": round(found.semantic, 4) if found.semantic is not None else None,
+                "match": round(min(found.lexical / best, 1.0), 4) if best else None,
+                "weak": found.weak,
+                "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
+            }
+            for position, found in enumerate(ranked, 1)
+        )
+    arguments: dict[str, Any] = {"queries": listed, "server_name": server}
+    outcome = run_search(arguments, discovery, lambda _: False, limit, budget=QueryBudget(max_queries))
     return {
-        "mode": search_mode(discovery.semantic, _hybrid(discovery.semantic, ranked)),
+        "mode": search_mode(discovery.semantic, _hybrid(discovery.semantic, ranked_all)),
+        "queries": run,
         "results": results,
-        "weak": bool(results and results[0]["weak"]),
+        "weak": bool(results) and all(result["weak"] for result in results),
         "text": outcome.text,
         "loaded": loaded,
     }
@@ -137,7 +153,7 @@ def _loaded_matches(
         return []
     deferred = discovery.by_name if discovery is not None else {}
     return [
-        {"rank": position, "name": found.entry.name, "server": found.entry.server, "weak": found.weak}
+        {"query": query, "rank": position, "name": found.entry.name, "server": found.entry.server, "weak": found.weak}
         for position, found in enumerate(scored_tools(every, query, server, limit), 1)
         if found.entry.name not in deferred
     ]

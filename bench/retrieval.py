@@ -6,12 +6,20 @@ through the same ranking code `search_tools` uses. recall@k of a query is the sh
 "toolsift" is the search a default install gives (hybrid when the model is installed, as `make install` does);
 the first run embeds the tools (timed as build_s), later runs read the vector cache.
 
-    python bench/retrieval.py [--data FILE ...] [--json] [--model DIR] [--no-record] [--out NAME]
+    python bench/retrieval.py [--data FILE ...] [--subqueries FILE ...] [--json] [--model DIR] [--no-record]
+                              [--out NAME]
 
 Default data: bench/data/tool_retrieval_dev.json (long task queries) and short_queries_dev.json (short queries).
 With --json, one object per data file and line (overall, by_part, lexical, semantic, baseline); without --data,
 only the long task queries, so the output stays one object. The record (bench/results/retrieval.json) holds the
-same objects, one per data file run.
+same objects, one per data file run. Short queries are also reported by style (`by_style`).
+
+Sub-queries (`--subqueries FILE`, repeatable; default bench/data/subqueries_dev.json and
+subqueries_toolbench_dev.json: query id -> the short searches a model writes for that task) are measured the way a
+model searches: the task's sub-queries as one `search_tools` call of several queries, each keeping its own top k (a
+relevant group counts as found when it is in any query's top k), beside the whole task as one query, for the same
+tasks; latency is the whole call's, its queries encoded afresh. Under the key `subqueries`: `overall` and `by_part`
+(the call), `whole_task` (the same tasks as one query), shaped like the top-level ones.
 """
 
 from __future__ import annotations
@@ -33,15 +41,17 @@ sys.path.insert(0, str(ROOT))
 
 from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.cache import mcp_groups  # noqa: E402
-from app.discovery.search import Discovery, rank_tools  # noqa: E402
+from app.discovery.search import Discovery, rank_queries, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.mcp.client.catalog import build_catalog  # noqa: E402
 from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 DEFAULT_DATA = (DATA / "tool_retrieval_dev.json", DATA / "short_queries_dev.json")
+DEFAULT_SUBQUERIES = (DATA / "subqueries_dev.json", DATA / "subqueries_toolbench_dev.json")
 KS = (1, 3, 5, 10)
 Ranker = Callable[[str], list[str]]
+MultiRanker = Callable[[list[str]], list[list[str]]]  # a call's queries -> each query's ranked tool ids
 
 
 def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -49,14 +59,34 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return data["tools"], data["queries"]
 
 
-def toolsift_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch | None) -> tuple[Ranker, float]:
-    """Index the tools as toolsift would (build time, embedding included) and rank by `search_tools`' code path."""
+def toolsift_ranker(
+    tools: list[dict[str, Any]], semantic: SemanticSearch | None, cold: bool = False
+) -> tuple[Ranker, float]:
+    """Index the tools as toolsift would (build time, embedding included) and rank by `search_tools`' code path;
+    `cold` encodes every query afresh (no query vector cache)."""
     discovery, ids, build_seconds = index_tools(tools, semantic)
 
     def rank(query: str) -> list[str]:
         if semantic is not None:
+            if cold:
+                semantic._queries.clear()
             semantic.prepare_now(query)
         return [ids[(entry.server or "", entry.original_name)] for entry in rank_tools(discovery, query, None, max(KS))]
+
+    return rank, build_seconds
+
+
+def multi_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch | None) -> tuple[MultiRanker, float]:
+    """One `search_tools` call of several queries, as the gateway runs it: their vectors in one batch (afresh),
+    then each query's own ranking."""
+    discovery, ids, build_seconds = index_tools(tools, semantic)
+
+    def rank(queries: list[str]) -> list[list[str]]:
+        if semantic is not None:
+            semantic._queries.clear()
+            semantic.prepare_many_now(queries)
+        ranked = rank_queries(discovery, queries, None, max(KS))
+        return [[ids[(found.entry.server or "", found.entry.original_name)] for found in each] for each in ranked]
 
     return rank, build_seconds
 
@@ -163,9 +193,80 @@ def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: flo
 def report(rank: Ranker, build_seconds: float, queries: list[dict[str, Any]]) -> dict[str, Any]:
     parts = sorted({query["part"] for query in queries})
     by_part = {part: evaluate(rank, [q for q in queries if q["part"] == part], build_seconds) for part in parts}
+    found: dict[str, Any] = {"by_part": by_part}
     if any("style" in query for query in queries):  # short queries: the English ones apart from Chinese/Spanish
         by_part["english"] = evaluate(rank, [q for q in queries if q.get("style") != "language"], build_seconds)
-    return {"overall": evaluate(rank, queries, build_seconds), "by_part": by_part}
+        styles = sorted({query["style"] for query in queries})
+        found["by_style"] = {
+            style: evaluate(rank, [q for q in queries if q["style"] == style], build_seconds) for style in styles
+        }
+    return {"overall": evaluate(rank, queries, build_seconds), **found}
+
+
+def evaluate_calls(
+    rank: MultiRanker, queries: Sequence[dict[str, Any]], subqueries: dict[str, list[str]], build_seconds: float
+) -> dict[str, Any]:
+    """`evaluate` for one call of several queries per task: a group is in the top k when it is in any query's
+    top k; MRR reads the results as the answer lists them (each query's, in order, every tool once)."""
+    recalls: dict[int, list[float]] = {k: [] for k in KS}
+    reciprocal: list[float] = []
+    complete: list[float] = []
+    latencies: list[float] = []
+    loaded: list[float] = []
+    for query in queries:
+        started = time.perf_counter()
+        ranked = rank(subqueries[query["id"]])
+        latencies.append(time.perf_counter() - started)
+        groups = groups_of(query)
+        tops = {k: {tool_id for each in ranked for tool_id in each[:k]} for k in KS}
+        for k in KS:
+            recalls[k].append(sum(1 for group in groups if group & tops[k]) / len(groups))
+        complete.append(float(all(group & tops[5] for group in groups)))
+        listed = list(dict.fromkeys(tool_id for each in ranked for tool_id in each[:5]))
+        loaded.append(len(listed))
+        first = next((n for n, tool_id in enumerate(listed, 1) if any(tool_id in g for g in groups)), None)
+        reciprocal.append(1 / first if first else 0.0)
+    latencies_ms = sorted(value * 1000 for value in latencies)
+    metrics: dict[str, Any] = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
+    metrics.update(
+        {
+            "mrr": round(statistics.fmean(reciprocal), 4),
+            "complete_recall@5": round(statistics.fmean(complete), 4),
+            "build_s": round(build_seconds, 4),
+            "mean_ms": round(statistics.fmean(latencies_ms), 3),
+            "p99_ms": round(percentile(latencies_ms, 0.99), 3),
+            "queries": len(queries),
+            "queries_per_call": round(statistics.fmean(len(subqueries[q["id"]]) for q in queries), 3),
+            "tools_per_call@5": round(statistics.fmean(loaded), 3),
+        }
+    )
+    return metrics
+
+
+def subquery_report(
+    tools: list[dict[str, Any]],
+    queries: list[dict[str, Any]],
+    subqueries: dict[str, list[str]],
+    semantic: SemanticSearch | None,
+) -> dict[str, Any] | None:
+    """The tasks that have sub-queries: one call of them beside the whole task as one query (both encoded afresh)."""
+    tasks = [query for query in queries if query["id"] in subqueries]
+    if not tasks:
+        return None
+    rank, build_seconds = multi_ranker(tools, semantic)
+    parts = sorted({task["part"] for task in tasks})
+    by_part = {part: evaluate_calls(rank, [t for t in tasks if t["part"] == part], subqueries, build_seconds)
+               for part in parts}  # fmt: skip
+    result: dict[str, Any] = {"overall": evaluate_calls(rank, tasks, subqueries, build_seconds), "by_part": by_part}
+    result["whole_task"] = report(*toolsift_ranker(tools, semantic, cold=True), tasks)
+    return result
+
+
+def load_subqueries(paths: Sequence[Path]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        found.update(json.loads(require_data(path).read_text())["subqueries"])
+    return found
 
 
 def main() -> None:
@@ -173,21 +274,28 @@ def main() -> None:
     parser.add_argument("--data", type=Path, action="append", help="data file (repeatable; default: both)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per data file instead of tables")
     parser.add_argument("--model", default=SemanticConfig().model, help="embedding model: a directory or a hub id")
+    parser.add_argument(
+        "--subqueries", type=Path, action="append", help="sub-query file (repeatable; default: both in bench/data)"
+    )
     add_record_options(parser, "retrieval")
     args = parser.parse_args()
     # --json alone keeps its one-object shape: the long task queries; name --data for the other file.
     paths = [require_data(path) for path in args.data or (DEFAULT_DATA[:1] if args.json else DEFAULT_DATA)]
+    subqueries = load_subqueries(args.subqueries or DEFAULT_SUBQUERIES)
     semantic = SemanticSearch(SemanticConfig(model=args.model), ROOT)
     if not semantic.load():
         print(f"note: semantic search unavailable ({semantic.reason}); toolsift = keywords only", file=sys.stderr)
     ready = semantic if semantic.state == "ready" else None
-    files = {path.name: run(path, ready, args.json) for path in paths}
+    files = {path.name: run(path, ready, args.json, subqueries) for path in paths}
     if not args.no_record:
         record(args.out or "retrieval", {"embedding_model": args.model if ready else None, "files": files})
 
 
-def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> dict[str, Any]:
-    """The data file's report: toolsift (hybrid when `semantic`), lexical, semantic and the plain BM25 baseline."""
+def run(
+    path: Path, semantic: SemanticSearch | None, as_json: bool, subqueries: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """The data file's report: toolsift (hybrid when `semantic`), lexical, semantic and the plain BM25 baseline;
+    with `subqueries`, its tasks that have some as one call of several queries."""
     tools, queries = load(path)
     result = report(*toolsift_ranker(tools, semantic), queries)
     lexical = report(*toolsift_ranker(tools, None), queries) if semantic is not None else dict(result)
@@ -195,6 +303,9 @@ def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> dict[str,
     if semantic is not None:
         result["semantic"] = report(*semantic_ranker(tools, semantic), queries)
     result["baseline"] = report(*baseline_ranker(tools), queries)
+    split = subquery_report(tools, queries, subqueries or {}, semantic)
+    if split is not None:
+        result["subqueries"] = split
     ratio = result["overall"]["recall@5"] / max(lexical["overall"]["recall@5"], 1e-9)
     base = result["overall"]["recall@5"] / max(result["baseline"]["overall"]["recall@5"], 1e-9)
     recorded = {"tools": len(tools), "queries": len(queries), **result}
@@ -202,6 +313,12 @@ def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> dict[str,
     if as_json:
         print(json.dumps({"data": path.name, **result}))
         return recorded
+    print_tables(path, tools, queries, result)
+    print(f"\nrecall@5 toolsift / lexical: {ratio:.3f}x; toolsift / baseline: {base:.2f}x\n")
+    return recorded
+
+
+def print_tables(path: Path, tools: list[Any], queries: list[Any], result: dict[str, Any]) -> None:
     print(f"Tool retrieval on {path.name}: {len(tools):,} tools, {len(queries)} queries\n")
     columns = ["recall@1", "recall@3", "recall@5", "recall@10", "mrr", "complete_recall@5", "mean_ms", "p99_ms"]
     print(f"{'ranker':<10} {'part':<10} {'n':>4} " + " ".join(f"{c:>9}" for c in columns) + f" {'build_s':>8}")
@@ -211,8 +328,31 @@ def run(path: Path, semantic: SemanticSearch | None, as_json: bool) -> dict[str,
         for part, metrics in [("overall", data["overall"]), *data["by_part"].items()]:
             values = " ".join(f"{metrics[c]:>9.3f}" for c in columns)
             print(f"{name:<10} {part:<10} {metrics['queries']:>4} {values} {metrics['build_s']:>8.3f}")
-    print(f"\nrecall@5 toolsift / lexical: {ratio:.3f}x; toolsift / baseline: {base:.2f}x\n")
-    return recorded
+    if "by_style" in result:
+        print(f"\nBy style (recall@1 / recall@5)\n\n{'ranker':<10} " + " ".join(f"{s:>19}" for s in result["by_style"]))
+        for name, data in [*rankers, ("baseline", result["baseline"])]:
+            cells = [
+                f"{m['recall@1']:.3f} / {m['recall@5']:.3f} ({m['queries']:>3})" for m in data["by_style"].values()
+            ]
+            print(f"{name:<10} " + " ".join(f"{cell:>19}" for cell in cells))
+    split = result.get("subqueries")
+    if split is not None:
+        print("\nSub-queries: one search_tools call of a task's sub-queries (each its own top k) vs the whole task\n")
+        print(
+            f"{'search':<12} {'part':<10} {'n':>4} " + " ".join(f"{c:>9}" for c in columns[:6]) + "     q/call tools@5"
+        )
+        whole = split["whole_task"]
+        for name, data in (("sub-queries", split), ("whole task", whole)):
+            for part, metrics in [("overall", data["overall"]), *data["by_part"].items()]:
+                values = " ".join(f"{metrics[c]:>9.3f}" for c in columns[:6])
+                extra = f"{metrics.get('queries_per_call', 1):>10.2f} {metrics.get('tools_per_call@5', 5):>8.2f}"
+                print(f"{name:<12} {part:<10} {metrics['queries']:>4} {values} {extra}")
+        print("\nlatency of the call (queries encoded afresh, in one batch) / of the whole task as one query:")
+        for part in ["overall", *split["by_part"]]:
+            call = split["overall"] if part == "overall" else split["by_part"][part]
+            one = whole["overall"] if part == "overall" else whole["by_part"][part]
+            print(f"  {part:<10} mean {call['mean_ms']:.1f} / {one['mean_ms']:.1f} ms, "
+                  f"p99 {call['p99_ms']:.1f} / {one['p99_ms']:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -75,7 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     manifest.add_argument("--tool-set", help="as for requests with this tool set")
     remote.add_options(manifest)
     search = _command(commands, "search", "rank tools for a query, as search_tools would")
-    search.add_argument("query", help="keywords, a tool name, 'select:a,b' or '+required' words")
+    search.add_argument(
+        "queries",
+        nargs="+",
+        metavar="QUERY",
+        help="keywords, a tool name, 'select:a,b' or '+required' words; several: one search_tools call of several",
+    )
     search.add_argument("--server", help="only this server's tools")
     search.add_argument("-k", type=int, default=None, help="how many results (default: max_search_results)")
     search.add_argument("--tool-set", help="search within this tool set")

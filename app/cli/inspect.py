@@ -21,6 +21,8 @@ from app.cli.render import table
 from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
+from app.discovery.queries import QueryBudget
+from app.discovery.search import prepare_search
 from app.engine.build import build_gateway, running
 from app.engine.gateway import Gateway
 from app.errors import RequestRefused
@@ -144,11 +146,12 @@ async def search(config: Config, args: argparse.Namespace) -> int:
             return 2
     if discovery is None:
         print("no deferred tools: the model gets every tool as is, without search_tools", file=sys.stderr)
-    semantic.prepare_now(args.query)
+    most = config.max_queries_per_search
+    await prepare_search(discovery or every, {"queries": args.queries}, QueryBudget(most))
     limit = args.k or config.tool_discovery.max_search_results
     try:
-        report = search_report(discovery, args.query, args.server, limit, every)
+        report = search_report(discovery, args.queries, args.server, limit, every, most)
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
-    return render.search(report, args.query, args.explain)
+    return render.search(report, args.queries, args.explain)

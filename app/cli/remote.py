@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int | None:
             return render.tools(fetch(args, "tools", params)["tools"])
         if args.command == "manifest":
             return render.manifest(fetch(args, "manifest", params))
-        params.update(query=args.query, **{"server": args.server} if args.server else {})
+        params.update(query=args.queries, **{"server": args.server} if args.server else {})
         if args.k:
             params["k"] = args.k
-        return render.search(fetch(args, "search", params), args.query, args.explain)
+        return render.search(fetch(args, "search", params), args.queries, args.explain)
     except NoGateway as exc:
         print(f"note: {exc}; starting the MCP servers here instead", file=sys.stderr)
         return None
@@ -69,7 +69,7 @@ def fetch(args: argparse.Namespace, name: str, params: dict[str, Any]) -> dict[s
     url = args.url.rstrip("/")
     key = args.admin_key or os.environ.get(ADMIN_KEY_VARIABLE)
     headers = {"Accept": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-    query = f"?{urllib.parse.urlencode(params)}" if params else ""
+    query = f"?{urllib.parse.urlencode(params, doseq=True)}" if params else ""  # several queries: query=a&query=b
     request = urllib.request.Request(f"{url}/admin/{name}{query}", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as response:

@@ -39,20 +39,23 @@ def manifest(report: dict[str, Any]) -> int:
     return 0
 
 
-def search(report: dict[str, Any], query: str, explain: bool) -> int:
+def search(report: dict[str, Any], queries: Sequence[str], explain: bool) -> int:
+    """The ranked tools; for several queries, a column says which query found each (ranks are per query)."""
     print(f"search: {report['mode']}", file=sys.stderr)
     results = report["results"]
     loaded = report.get("loaded") or []
+    several = len(report.get("queries") or queries) > 1
+    asked = ", ".join(repr(query) for query in queries)
     if loaded:
         names = ", ".join(f"{found['name']} (#{found['rank']}{', weak' if found['weak'] else ''})" for found in loaded)
         print(f"Loaded from the start, so the model has them without a search; among all tools they rank: {names}")
     if not results:
-        print(f"No deferred tools found matching {query!r}." if loaded else f"No tools found matching {query!r}.")
+        print(f"No deferred tools found matching {asked}." if loaded else f"No tools found matching {asked}.")
         return 0 if loaded else 1
     if report["weak"]:
         print("No tool matches these words; the closest by meaning (weak matches):")
     columns = ["#", "score", "keywords", "meaning", "match", "tool", "description"]
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (
             found["rank"],
             f"{found['score']:.2f}",
@@ -64,8 +67,13 @@ def search(report: dict[str, Any], query: str, explain: bool) -> int:
         )
         for found in results
     ]
+    if several:
+        columns.insert(1, "query")
+        rows = [(row[0], short(found["query"], 30), *row[1:]) for row, found in zip(rows, results, strict=True)]
+    first = 2 if several else 1  # the columns before score
     if not explain:
-        for line in table([(row[0], row[1], *row[4:]) for row in rows], [columns[0], columns[1], *columns[4:]]):
+        kept = [(*row[: first + 1], *row[first + 3 :]) for row in rows]  # without the keyword and meaning scores
+        for line in table(kept, [*columns[: first + 1], *columns[first + 3 :]]):
             print(line)
         return 0
     lines = table(rows, columns)

@@ -32,7 +32,8 @@ class Config(Strict):
     console: ConsoleConfig = Field(default_factory=lambda: ConsoleConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
     max_tool_calls_per_round: int = Field(32, ge=1, le=10_000, description="calls of one reply run; the rest: errors")
-    max_searches_per_request: int = Field(16, ge=1, le=10_000, description="search_tools calls run in one request")
+    max_searches_per_request: int = Field(16, ge=1, le=10_000, description="searches run in one request, per query")
+    max_queries_per_search: int = Field(5, ge=1, le=64, description="queries one search_tools call runs")
     tool_cache_ttl: float = Field(300.0, ge=0, description="seconds; 0 refreshes only on list_changed")
     mcp_startup_timeout: float = Field(30.0, gt=0)
     mcp_inherit_env: list[str] = Field(

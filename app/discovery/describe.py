@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.core.catalog import ToolEntry
 
 LOADED_NOTE = "These tools are now loaded and available to call."
+MAX_NAME_CHARS = 128
 
 
-def describe(entries: Sequence[ToolEntry], is_loaded: Callable[[str], bool], loaded_note: str = LOADED_NOTE) -> str:
+def shown_name(name: str) -> str:
+    """A name (or query) as quoted back in a result: anyone can send a megabyte of one."""
+    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "..."
+
+
+def describe(
+    entries: Sequence[ToolEntry],
+    is_loaded: Callable[[str], bool],
+    loaded_note: str = LOADED_NOTE,
+    marks: Mapping[str, str] | None = None,
+    purpose: str = "",
+) -> str:
+    """`marks` adds a word on a tool's line (which queries found it); `purpose` ends the heading."""
     any_new = False
-    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}:", ""]
+    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}{purpose}:", ""]
     for entry in entries:
         origin = f"server: {entry.server}" if entry.server else "client tool"
         loaded = is_loaded(entry.name)
         any_new = any_new or not loaded
         status = "; already loaded" if loaded else ""
-        lines.append(f"- {entry.name} ({origin}{status})")
+        mark = f"; {marks[entry.name]}" if marks and entry.name in marks else ""
+        lines.append(f"- {entry.name} ({origin}{status}{mark})")
         if entry.description:
             lines.append(f"  {_first_paragraph(entry.description)}")
         lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")

@@ -24,6 +24,9 @@ import numpy as np
 from app.discovery.encoder import Array, BertEncoder
 
 log = logging.getLogger("toolsift.semantic")
+# Queries share encoder rows of up to this many tokens (each attending only to itself): a call of several short
+# queries costs one pass over their tokens rather than one pass each, padded to the longest.
+QUERY_ROW_TOKENS = 256
 
 
 class EmbeddingError(Exception):
@@ -53,7 +56,7 @@ class LocalEmbedder:
         return self.encoder.encode(texts, max_tokens=self.tool_tokens)
 
     def embed_queries(self, texts: Sequence[str]) -> Array:
-        return self.encoder.encode(texts, max_tokens=self.query_tokens)
+        return self.encoder.encode(texts, max_tokens=self.query_tokens, pack=QUERY_ROW_TOKENS)
 
 
 class EndpointEmbedder:

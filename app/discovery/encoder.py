@@ -127,9 +127,10 @@ class BertEncoder:
     def token_count(self, text: str) -> int:
         return len(self.tokenizer.encode(text).ids)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, max_tokens: int | None = None) -> Array:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, max_tokens: int | None = None, pack: int = 0) -> Array:
         """Unit vectors for `texts`, each read up to `max_tokens` (at most the model's limit); texts are batched
-        by length so padding costs little."""
+        by length so padding costs little. With `pack`, short texts also share a row of up to `pack` tokens, each
+        attending only to itself: a few short queries then cost one pass of their tokens, with no padding."""
         result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return result
@@ -137,23 +138,40 @@ class BertEncoder:
         ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         ids = [tokens if len(tokens) <= limit else [*tokens[: limit - 1], tokens[-1]] for tokens in ids]  # keep [SEP]
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            result[chunk] = self._forward([ids[i] for i in chunk])
+        rows: list[list[int]] = []  # text numbers per row
+        for index in order:
+            if rows and pack and sum(len(ids[i]) for i in rows[-1]) + len(ids[index]) <= pack:
+                rows[-1].append(index)
+            else:
+                rows.append([index])
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            result[[index for row in chunk for index in row]] = self._forward([[ids[i] for i in row] for row in chunk])
         return result
 
-    def _forward(self, batch: list[list[int]]) -> Array:
-        length = max(len(ids) for ids in batch)
-        ids = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=np.float32)
-        for row, tokens in enumerate(batch):
-            ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1.0
-        x = self.word[ids] + self.positions[:length] + self.token_type
+    def _forward(self, rows: list[list[list[int]]]) -> Array:
+        """One unit vector per text of `rows`, in order: each row holds one text or several side by side, and a
+        token attends only to the tokens of its own text, at positions counted from its text's start."""
+        length = max(sum(len(tokens) for tokens in row) for row in rows)
+        count = sum(len(row) for row in rows)
+        ids = np.zeros((len(rows), length), dtype=np.int64)
+        positions = np.zeros((len(rows), length), dtype=np.int64)
+        text_of = np.full((len(rows), length), -1, dtype=np.int64)  # -1: padding
+        number = 0
+        for row, texts in enumerate(rows):
+            at = 0
+            for tokens in texts:
+                ids[row, at : at + len(tokens)] = tokens
+                positions[row, at : at + len(tokens)] = np.arange(len(tokens))
+                text_of[row, at : at + len(tokens)] = number
+                at += len(tokens)
+                number += 1
+        x = self.word[ids] + self.positions[positions] + self.token_type
         x = _layer_norm(x, *self.embedding_norm, self.eps)
-        bias = ((1.0 - mask) * -1e4)[:, None, None, :]  # padded keys get no attention
+        own = (text_of[:, :, None] == text_of[:, None, :]) & (text_of[:, None, :] >= 0)
+        bias = np.where(own, np.float32(0.0), np.float32(-1e4))[:, None]  # keys of other texts or padding: none
         if self.relative_bias is not None:
-            bias = bias + self._relative_bias(length)
+            bias = bias + self._relative_bias(length)  # within a text, distances are the same as on its own
         hidden = x.shape[-1]
         size = hidden // self.heads
         scale = np.float32(1.0 / math.sqrt(size))
@@ -162,18 +180,20 @@ class BertEncoder:
             # Contiguous heads: numpy's stacked matmul only reaches BLAS for contiguous operands.
             q, k, v = (
                 np.ascontiguousarray(
-                    qkv[..., i * hidden : (i + 1) * hidden].reshape(len(batch), length, self.heads, size).swapaxes(1, 2)
+                    qkv[..., i * hidden : (i + 1) * hidden].reshape(len(rows), length, self.heads, size).swapaxes(1, 2)
                 )
                 for i in range(3)
             )
             scores = (q @ np.ascontiguousarray(k.swapaxes(2, 3))) * scale + bias
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(len(batch), length, hidden)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(len(rows), length, hidden)
             x = _layer_norm(x + context @ layer.out + layer.out_bias, *layer.norm1, self.eps)
             up = _gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(x + up @ layer.down + layer.down_bias, *layer.norm2, self.eps)
-        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        flat = text_of.reshape(-1)
+        members = (flat[None, :] == np.arange(count)[:, None]).astype(np.float32)  # (texts, tokens): mean pooling
+        pooled = (members @ x.reshape(-1, hidden)) / np.maximum(members.sum(axis=1, keepdims=True), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Array = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit

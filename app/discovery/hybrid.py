@@ -9,11 +9,13 @@ handing its whole keyword share to that accident.
 A task of several sentences usually needs a tool per sentence, and one vector for the whole text averages them
 away: each sentence is then also ranked on its own, and a tool's best sentence adds to its whole-text score.
 Tools of the server whose tools mean most like the query are lifted a little, as the keyword index lifts the
-server whose words match. Scores of every part of a merged index are fused together, so a request's own tools
-and the shared catalog compare fairly; a part without vectors (a client's own tools are not embedded) counts
-the median similarity of the others, so its tools rank by their keywords. With no keyword match at all, the
-nearest tools by meaning are still offered, marked weak; a tool that no word matches is offered only when at least
-`weak_match_floor` near the query, with keyword matches beside it or not.
+server whose words match; within a server, a short query also counts how well it matches what sets each tool apart
+from its siblings, so the one that does what was asked comes first rather than one that acts on the same object.
+Scores of every part of a merged index are fused together, so a request's own tools and the shared catalog compare
+fairly; a part without vectors (a client's own tools are not embedded) counts the median similarity of the others,
+so its tools rank by their keywords. With no keyword match at all, the nearest tools by meaning are still offered,
+marked weak; a tool that no word matches is offered only when at least `weak_match_floor` near the query, with
+keyword matches beside it or not.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 Scores = np.ndarray[Any, np.dtype[np.float64]]
 Mask = np.ndarray[Any, np.dtype[np.bool_]]
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+REORDERED = 256  # places the sibling contrast may reorder: far past what a search reads (25, and loaded ones)
 
 
 def sentences(text: str) -> list[str]:
@@ -53,20 +56,28 @@ class QueryVectors:
 
 @dataclass(frozen=True)
 class ServerMeans:
-    """Per part of an index: each tool's server number, and each server's mean tool vector (unit length)."""
+    """Per part of an index: each tool's server number, each server's mean tool vector (unit length) and that
+    mean's length, and each tool's distance from its server's mean (0 for the only tool of a server)."""
 
     server_of: np.ndarray[Any, np.dtype[np.int64]]
     centroids: Array
+    mean_length: Scores
+    apart: Scores
 
 
 def server_means(entries: Sequence[ToolEntry], matrix: Array) -> ServerMeans:
     numbers: dict[str | None, int] = {}
     server_of = np.array([numbers.setdefault(entry.server, len(numbers)) for entry in entries], dtype=np.int64)
     sums = np.zeros((len(numbers), matrix.shape[1] if matrix.ndim == 2 else 1), dtype=np.float64)
+    counts = np.bincount(server_of, minlength=len(numbers)).astype(np.float64)
     if len(entries):
         np.add.at(sums, server_of, matrix)
     norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    return ServerMeans(server_of, (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32))
+    means = sums / np.maximum(counts, 1.0)[:, None]
+    apart = np.linalg.norm(matrix - means[server_of], axis=1) if len(entries) else np.zeros(0)
+    apart[counts[server_of] < 2] = 0.0
+    centroids = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return ServerMeans(server_of, centroids, np.linalg.norm(means, axis=1), apart)
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,10 @@ def hybrid_rank(
                 axis=0,
             )
             fused = (1 - params.sentence_weight) * fused + params.sentence_weight * best
-        fused = fused + _server_lift(parts, means, vectors.whole, params)
+        near = [found.centroids @ vectors.whole if found is not None else None for found in means]
+        fused = fused + _server_lift(parts, means, near, params)
+        contrast = _sibling_contrast(parts, means, near, dense, params.contrast(len(text.split())))
+        fused = _reorder_siblings(parts, means, fused, fused + contrast)
         if required:
             fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
         # A tool no word of the query matches is offered for its meaning alone, so only as near as a weak match
@@ -131,7 +145,8 @@ def _dense(parts: Sequence[ToolIndex], matrices: Sequence[Array | None], vector:
         ]
     ).astype(np.float64)
     measured = ~np.isnan(dense)
-    dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
+    if not measured.all():
+        dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
     return dense, measured
 
 
@@ -148,16 +163,72 @@ def _fuse(parts: Sequence[ToolIndex], lexical: Scores, dense: Scores, text: str,
     return fused / peak if peak > 0 else fused
 
 
+def _sibling_contrast(
+    parts: Sequence[ToolIndex],
+    means: Sequence[ServerMeans | None],
+    near: Sequence[Array | None],
+    dense: Scores,
+    weight: float,
+) -> Scores:
+    """`weight` times the cosine between the query and what sets a tool apart from its server's other tools (its
+    vector minus their mean). Siblings that act on one object (create, list, search, update a note) mean nearly
+    the same, so a short query's object word matches them all alike and the first result was often a sibling:
+    this lets the part that differs (what the tool does) decide between them (`_reorder_siblings`). Tools alone
+    on their server get 0. `near`: each part's servers' cosine to the query."""
+    contrast = np.zeros(sum(len(part.entries) for part in parts))
+    if weight <= 0:
+        return contrast
+    start = 0
+    for part, found, similarity in zip(parts, means, near, strict=True):
+        end = start + len(part.entries)
+        if found is not None and similarity is not None and len(part.entries):
+            shared = (similarity.astype(np.float64) * found.mean_length)[found.server_of]
+            apart = found.apart
+            contrast[start:end] = np.where(apart > 1e-6, (dense[start:end] - shared) / np.maximum(apart, 1e-6), 0.0)
+        start = end
+    return weight * contrast
+
+
+def _reorder_siblings(
+    parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], fused: Scores, adjusted: Scores
+) -> Scores:
+    """`fused`, with each server's tools reordered among themselves by `adjusted`: the places a server's tools take
+    in the ranking stay the server's, so a contrast between siblings never moves one server past another. Only the
+    servers with a tool among the first REORDERED places are reordered: no other tool can reach those places."""
+    if np.array_equal(fused, adjusted):
+        return fused
+    numbers, offset = [], 0
+    for part, found in zip(parts, means, strict=True):
+        # A part without vectors has no contrast: each of its tools on its own keeps its place.
+        own = found.server_of if found is not None else np.arange(len(part.entries), dtype=np.int64)
+        numbers.append(own + offset)
+        offset += int(own.max(initial=-1)) + 1
+    servers = np.concatenate(numbers)
+    first = np.argpartition(-fused, REORDERED)[:REORDERED] if len(fused) > REORDERED else np.arange(len(fused))
+    chosen = np.zeros(offset, dtype=bool)
+    chosen[servers[first]] = True
+    tools = np.flatnonzero(chosen[servers])
+    by_adjusted = tools[np.lexsort((-adjusted[tools], servers[tools]))]  # grouped by server, best first in each
+    by_fused = tools[np.lexsort((-fused[tools], servers[tools]))]
+    reordered = fused.copy()
+    reordered[by_adjusted] = fused[by_fused]
+    return reordered
+
+
 def _server_lift(
-    parts: Sequence[ToolIndex], means: Sequence[ServerMeans | None], vector: Array, params: SearchParams
+    parts: Sequence[ToolIndex],
+    means: Sequence[ServerMeans | None],
+    near: Sequence[Array | None],
+    params: SearchParams,
 ) -> Scores:
     """`server_meaning_lift` per standard deviation that a tool's server is nearer the query than the average
-    server; nothing with fewer than three servers, where such a spread says nothing."""
+    server (`near`: each part's servers' cosine to the query); nothing with fewer than three servers, where such a
+    spread says nothing."""
     lift = np.zeros(sum(len(part.entries) for part in parts))
-    known = [found for found in means if found is not None]
-    if params.server_meaning_lift <= 0 or sum(len(found.centroids) for found in known) < 3:
+    known = [similarity for similarity in near if similarity is not None]
+    if params.server_meaning_lift <= 0 or sum(len(similarity) for similarity in known) < 3:
         return lift
-    similarity = np.concatenate([found.centroids @ vector for found in known]).astype(np.float64)
+    similarity = np.concatenate(known).astype(np.float64)
     spread = float(similarity.std())
     if spread <= 0:
         return lift

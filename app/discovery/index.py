@@ -166,7 +166,9 @@ def tool_fields(entry: ToolEntry, server_text: str = "", max_chars: int = MAX_FI
     fields = {
         "server": entry.server or "",
         "name": entry.original_name,
-        "description": entry.description,
+        # A tool without a description is described by its parameters: measured on RapidAPI tasks whose tools
+        # include such a tool, recall@5 0.52 -> 0.60 (their parameters weighed as parameters only).
+        "description": entry.description if entry.description.strip() else parameter_text,
         "parameters": parameter_text,
         "hint": entry.search_hint,
         "server_text": server_text,
@@ -198,6 +200,8 @@ def matched_fields(entry: ToolEntry, query: str, server_text: str = "") -> dict[
     terms = {word: set(tokenize(describe_locations(word))) for word in words}
     found: dict[str, list[str]] = {}
     for name, tokens in tool_fields(entry, server_text).items():
+        if name == "description" and not entry.description.strip():
+            continue  # its parameters stand in for it: they are reported as parameters
         present = set(tokens)
         hits = [word for word in words if terms[word] & present]
         if hits:

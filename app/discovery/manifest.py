@@ -117,7 +117,8 @@ def search_tool_definition(
     description = (
         "Search for and load tool definitions that are not loaded yet. Call this before using any tool listed "
         f"below; {callable_after} (e.g. "
-        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list.{note}\n\n"
+        f"{_example_name(groups)}). Prefer tool_names when you know the names from this list. For several "
+        f"capabilities, send one short query each in 'queries', in one call.{note}\n\n"
         f"<manifest>\n{manifest}\n</manifest>"
     )
     return {
@@ -128,10 +129,18 @@ def search_tool_definition(
             "parameters": {
                 "type": "object",
                 "properties": {
+                    "queries": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": (
+                            "One short query per capability, e.g. ['stock price history', 'create presentation']; "
+                            "each gets its own results."
+                        ),
+                    },
                     "query": {
                         "type": "string",
                         "description": (
-                            "Keywords for the capability you need, e.g. 'create calendar event'. "
+                            "Keywords for one capability, e.g. 'create calendar event'. "
                             "'+word' requires a word; 'select:a,b' loads tools by name."
                         ),
                     },

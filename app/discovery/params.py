@@ -51,6 +51,11 @@ class SearchParams:
     sentence_weight: float = 0.3
     # Added per standard deviation that a tool's server (its tools' mean vector) is nearer the query than average.
     server_meaning_lift: float = 0.01
+    # Short queries (scaled down to 0 for long ones, like the semantic weight): a server's tools are reordered among
+    # themselves by this times the cosine between the query and what sets each apart from its siblings. Measured on
+    # the short queries: recall@1 0.654 -> 0.664 (the demo's tools 0.638 -> 0.655), the same from 0.04 to 0.08, and
+    # nothing else moved; at 0.15 a call of RapidAPI sub-queries loses.
+    sibling_contrast: float = 0.04
     weak_match_floor: float = 0.2  # with no lexical match, tools below this cosine are not offered at all
 
     def shortness(self, words: int) -> float:
@@ -60,6 +65,10 @@ class SearchParams:
         if words >= self.long_query_words:
             return 0.0
         return (self.long_query_words - words) / (self.long_query_words - self.short_query_words)
+
+    def contrast(self, words: int) -> float:
+        """The sibling contrast's weight for a query of `words` words."""
+        return self.sibling_contrast * self.shortness(words)
 
     def semantic_weight(self, words: int) -> float:
         share = self.shortness(words)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from app.core.catalog import ToolEntry
 from app.discovery.search import Discovery, SearchOutcome
@@ -110,7 +111,7 @@ def with_related(
         return outcome
     lines = [outcome.text, "", "Also loaded with them, related tools of the same server (callable now):"]
     lines.extend(f"- {entry.name}{_first_line(entry.description)}" for entry in related)
-    return SearchOutcome("\n".join(lines), outcome.found, outcome.weak, related)
+    return replace(outcome, text="\n".join(lines), related=related)
 
 
 def _first_line(description: str, limit: int = 100) -> str:

@@ -1,7 +1,8 @@
 """`search_tools`: answer the model's search from the index, by exact names, or by server.
 
 Every outcome is text the model can act on: found tools with their parameters, or an error that says what to
-try next (valid servers, closest names, a different query). Nothing here raises to the caller.
+try next (valid servers, closest names, a different query). Nothing here raises to the caller. A call may carry
+several queries, one per capability (app/discovery/queries.py); one query reads as it always did.
 """
 
 from __future__ import annotations
@@ -14,104 +15,17 @@ from typing import Any
 
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.core.catalog import ToolEntry
-from app.discovery.describe import LOADED_NOTE, describe
+from app.discovery.describe import LOADED_NOTE, MAX_NAME_CHARS, describe
+from app.discovery.describe import shown_name as shown_name
+from app.discovery.discovery import Discovery as Discovery
 from app.discovery.hybrid import Scored, hybrid_rank
-from app.discovery.index import ToolIndex
-from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
-from app.discovery.merged import MergedIndex, Ranker
-from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
-from app.discovery.semantic import SemanticSearch
+from app.discovery.queries import DEFAULT_BUDGET, QueryBudget, QueryHits, compose, queries_problem, read_queries
+from app.discovery.queries import clean_query as clean_query
 
 _REQUIRED = re.compile(r"\+[^\W\d_]")
 # What a search looks at is bounded, so a hostile query or name list costs the same as a long honest one.
 MAX_NAMES = 64
-MAX_NAME_CHARS = 128
 MAX_SUGGESTED = 5  # missing names that get "closest matches" (each compares against every tool name)
-
-
-@dataclass(frozen=True)
-class Discovery:
-    """Everything about one set of deferred tools that does not change between requests."""
-
-    groups: tuple[ManifestGroup, ...]
-    index: Ranker
-    manifest: str
-    definition: dict[str, Any]
-    by_name: dict[str, ToolEntry]
-    by_original_name: dict[str, list[ToolEntry]]
-    by_group: dict[str, list[ToolEntry]]
-    tokens: int  # estimated tokens of all these tools' definitions
-    semantic: SemanticSearch | None = None
-    # The groups' tools that stay loaded, by exposed and by bare name: a search naming one says so.
-    always_loaded: dict[str, ToolEntry] = field(default_factory=dict)
-
-    @classmethod
-    def build(
-        cls,
-        groups: Sequence[ManifestGroup],
-        manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
-        reference: ToolIndex | None = None,
-        semantic: SemanticSearch | None = None,
-        params: SearchParams = DEFAULT_PARAMS,
-        max_chars: int | None = None,
-    ) -> Discovery:
-        """`max_chars` bounds the description text indexed in all (a caller's tools: see ToolIndex)."""
-        entries = [entry for group in groups for entry in group.tools]
-        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params, max_chars)
-        if semantic is not None:
-            # The gateway embeds the tools it serves. A client's own tools, chosen by the caller and different
-            # in every request, are not: embedding them would let any caller spend the gateway's CPU.
-            semantic.track(entry for entry in entries if entry.server is not None)
-        by_original: dict[str, list[ToolEntry]] = {}
-        for entry in entries:
-            by_original.setdefault(entry.original_name, []).append(entry)
-        manifest = manifest_text(groups, manifest_max_tokens, index.name_distinctiveness)
-        return cls(
-            groups=tuple(groups),
-            index=index,
-            manifest=manifest,
-            definition=search_tool_definition(groups, manifest),
-            by_name={entry.name: entry for entry in entries},
-            by_original_name=by_original,
-            by_group={group.label: list(group.tools) for group in groups},
-            tokens=sum(entry.tokens for entry in entries),
-            semantic=semantic,
-            always_loaded=_always_loaded(groups),
-        )
-
-    def with_group(self, group: ManifestGroup, max_chars: int | None = None) -> Discovery:
-        """This discovery plus one more (small) group, indexed on its own and searched together with this one."""
-        reference = self.index if isinstance(self.index, ToolIndex) else None
-        params = reference.params if reference is not None else DEFAULT_PARAMS
-        extra = Discovery.build(
-            [group], reference=reference, semantic=self.semantic, params=params, max_chars=max_chars
-        )
-        groups = (*self.groups, group)
-        manifest = f"{self.manifest}\n{extra.manifest}"
-        by_original = {name: list(found) for name, found in self.by_original_name.items()}
-        for name, found in extra.by_original_name.items():
-            by_original.setdefault(name, []).extend(found)
-        return Discovery(
-            groups=groups,
-            index=MergedIndex(self.index, extra.index),
-            manifest=manifest,
-            definition=search_tool_definition(groups, manifest),
-            by_name={**self.by_name, **extra.by_name},
-            by_original_name=by_original,
-            by_group={**self.by_group, **extra.by_group},
-            tokens=self.tokens + extra.tokens,
-            semantic=self.semantic,
-            always_loaded={**extra.always_loaded, **self.always_loaded},
-        )
-
-
-def _always_loaded(groups: Sequence[ManifestGroup]) -> dict[str, ToolEntry]:
-    found: dict[str, ToolEntry] = {}
-    for group in groups:
-        for entry in group.loaded:
-            found.setdefault(entry.original_name, entry)
-            found[entry.name] = entry
-    return found
 
 
 @dataclass(frozen=True)
@@ -120,6 +34,12 @@ class SearchOutcome:
     found: list[ToolEntry]
     weak: bool = False  # the results matched by meaning only, no word of the query
     related: list[ToolEntry] = field(default_factory=list)  # loaded along with `found` (load_related)
+    queries: tuple[str, ...] = ()  # the queries run, each one search against the request's bound
+
+    @property
+    def searches(self) -> int:
+        """What the call counts against the request's searches: one per query run, a search by name one."""
+        return max(len(self.queries), 1)
 
 
 @dataclass(frozen=True)
@@ -138,30 +58,82 @@ def run_search(
     limit: int,
     loaded_servers: Sequence[str] = (),
     loaded_note: str = LOADED_NOTE,
+    budget: QueryBudget = DEFAULT_BUDGET,
 ) -> SearchOutcome:
     """Answer a `search_tools` call. `loaded_note` closes a list of newly found tools: what the caller can now
-    do with them (the MCP front's proxy mode calls them through `call_tool`)."""
-    query = arguments.get("query")
+    do with them (the MCP front's proxy mode calls them through `call_tool`). `budget` bounds its queries."""
+    query, queries = arguments.get("query"), arguments.get("queries")
     server = arguments.get("server_name")
     names = arguments.get("tool_names")
-    problem = _check_types(query, server, names)
+    problem = _check_types(query, server, names) or queries_problem(queries)
     if problem:
         return SearchOutcome(f"Error: {problem}", [])
-    notes: list[str] = []
-    if query is not None and len(query.strip()) > MAX_QUERY_CHARS:
-        notes.append(f"Note: the query was cut to its first {MAX_QUERY_CHARS:,} characters.")
-    query = clean_query(query or "") or None
+    asked = read_queries(query, queries, budget)
+    notes = list(asked.notes)
     server = (server or "").strip()[:MAX_NAME_CHARS] or None
     names = [name.strip() for name in names or [] if name.strip()] or None
-    if query is None and server is None and names is None:
+    if not asked.run and server is None and names is None:
+        if notes:  # every query was over the request's bound
+            return SearchOutcome("\n".join(notes), [])
         return SearchOutcome(
-            "Error: search_tools needs at least one of 'query' (keywords), 'server_name' or 'tool_names'.", []
+            "Error: search_tools needs at least one of 'query' (keywords), 'queries', 'server_name' or 'tool_names'.",
+            [],
         )
     found = Found(discovery, is_loaded, loaded_note)
-    outcome = _search(query, server, names, found, limit, loaded_servers, notes)
-    if notes:
-        return SearchOutcome("\n".join([outcome.text, "", *notes]), outcome.found, outcome.weak)
-    return outcome
+    if len(asked.run) > 1:
+        outcome = _several(asked.run, server, names, found, limit, loaded_servers, notes)
+    else:
+        outcome = _search(asked.run[0] if asked.run else None, server, names, found, limit, loaded_servers, notes)
+    text = "\n".join([outcome.text, "", *notes]) if notes else outcome.text
+    return SearchOutcome(text, outcome.found, outcome.weak, queries=tuple(asked.run))
+
+
+def _several(
+    queries: list[str],
+    server: str | None,
+    names: list[str] | None,
+    found: Found,
+    limit: int,
+    loaded_servers: Sequence[str],
+    notes: list[str],
+) -> SearchOutcome:
+    """A call of several queries: each keeps its own top `limit`; `tool_names`, when given too, come first."""
+    discovery = found.discovery
+    if server is not None and server not in discovery.by_group:
+        return _search(None, server, None, found, limit, loaded_servers, notes)
+    limit = max(1, min(limit, SEARCH_RESULTS_HARD_CAP))
+    named = {query: _names_in_query(query, server, discovery) for query in queries}
+    plain = [query for query in queries if named[query] is None]
+    skipped: list[list[ToolEntry]] = []
+    ranked = dict(zip(plain, rank_queries(discovery, plain, server, limit, found.is_loaded, skipped), strict=True))
+    passed = dict(zip(plain, skipped, strict=True))
+    already: list[ToolEntry] = []
+    hits = [_named_hits(", ".join(names), names, server, found, already, notes)] if names is not None else []
+    for query in queries:
+        listed = named[query]
+        if listed is not None:
+            hits.append(_named_hits(query, listed, server, found, already, notes))
+        else:
+            scored = ranked[query]
+            already.extend(passed[query])
+            fresh = [each.entry for each in scored]
+            hits.append(QueryHits(query, fresh, bool(scored and scored[0].weak), had_loaded=bool(passed[query])))
+    text, fresh, weak = compose(hits, already, found.is_loaded, found.loaded_note, list(discovery.by_group))
+    return SearchOutcome(text, fresh, weak, queries=tuple(queries))
+
+
+def _named_hits(
+    label: str, names: list[str], server: str | None, scope: Found, already: list[ToolEntry], notes: list[str]
+) -> QueryHits:
+    """Tools asked for by name inside a call of several queries, as one more query's hits."""
+    if len(names) > MAX_NAMES:
+        notes.append(f"Note: only the first {MAX_NAMES} of {len(names):,} names were looked at.")
+        names = names[:MAX_NAMES]
+    resolved = _resolve_names(names, server, scope)
+    loaded = [entry for entry in resolved.found if scope.is_loaded(entry.name)]
+    already.extend(loaded)
+    fresh = [entry for entry in resolved.found if not scope.is_loaded(entry.name)]
+    return QueryHits(label, fresh, notes=[*resolved.missing, *resolved.loaded], had_loaded=bool(loaded))
 
 
 def _search(
@@ -193,11 +165,6 @@ def _search(
     return _by_server(server, found)
 
 
-def clean_query(query: str) -> str:
-    """A query as every search reads it (and its vector is looked up by): trimmed and capped."""
-    return query.strip()[:MAX_QUERY_CHARS]
-
-
 def _check_types(query: Any, server: Any, names: Any) -> str | None:
     if query is not None and not isinstance(query, str):
         return "'query' must be a string."
@@ -217,7 +184,16 @@ def _names_in_query(query: str, server: str | None, discovery: Discovery) -> lis
     return None
 
 
-def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutcome:
+@dataclass(frozen=True)
+class Named:
+    """Tools asked for by name: those found, a note per missing name, and a note per name already loaded."""
+
+    found: list[ToolEntry]
+    missing: list[str]
+    loaded: list[str]
+
+
+def _resolve_names(names: list[str], server: str | None, scope: Found) -> Named:
     discovery, is_loaded = scope.discovery, scope.is_loaded
     found: list[ToolEntry] = []
     missing: list[str] = []
@@ -232,22 +208,23 @@ def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutco
         elif not matches:
             missing.append(name)
         found.extend(match for match in matches if match not in found)
-    text = describe(found, is_loaded, scope.loaded_note) if found else ""
-    if missing:
-        notes = [
-            f"No tool named '{shown_name(name)}'{_scope(server)}."
-            + (_closest(name, server, discovery) if position < MAX_SUGGESTED else "")
-            for position, name in enumerate(missing)
-        ]
-        text = "\n".join(([text, ""] if text else []) + notes)
-    if loaded:
-        text = "\n".join(([text, ""] if text else []) + loaded)
-    return SearchOutcome(text, [entry for entry in found if not is_loaded(entry.name)])
+    notes = [
+        f"No tool named '{shown_name(name)}'{_scope(server)}."
+        + (_closest(name, server, discovery) if position < MAX_SUGGESTED else "")
+        for position, name in enumerate(missing)
+    ]
+    return Named(found, notes, loaded)
 
 
-def shown_name(name: str) -> str:
-    """A name (or query) as quoted back in a result: anyone can send a megabyte of one."""
-    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "..."
+def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutcome:
+    named = _resolve_names(names, server, scope)
+    is_loaded = scope.is_loaded
+    text = describe(named.found, is_loaded, scope.loaded_note) if named.found else ""
+    if named.missing:
+        text = "\n".join(([text, ""] if text else []) + named.missing)
+    if named.loaded:
+        text = "\n".join(([text, ""] if text else []) + named.loaded)
+    return SearchOutcome(text, [entry for entry in named.found if not is_loaded(entry.name)])
 
 
 def _resolve_name(name: str, server: str | None, discovery: Discovery) -> list[ToolEntry]:
@@ -315,6 +292,25 @@ def scored_tools(
     return found
 
 
+def rank_queries(
+    discovery: Discovery,
+    queries: Sequence[str],
+    server: str | None,
+    limit: int,
+    skip: Callable[[str], bool] = lambda name: False,
+    skipped: list[list[ToolEntry]] | None = None,
+) -> list[list[Scored]]:
+    """The tools of a call of several queries: each query's own best `limit`, ranked as that one query alone.
+    `skipped` gets, per query, the `skip`ped tools it would have found."""
+    ranked: list[list[Scored]] = []
+    for query in queries:
+        passed: list[ToolEntry] = []
+        ranked.append(scored_tools(discovery, query, server, limit, skip, passed))
+        if skipped is not None:
+            skipped.append(passed)
+    return ranked
+
+
 def _query_words(query: str) -> tuple[str, list[str]]:
     """The query as ranked (`+word` marks dropped) and its required words."""
     words = query.split()
@@ -329,6 +325,19 @@ async def prepare_query(discovery: Discovery | None, query: Any) -> None:
     query = clean_query(query)  # exactly as the search will read it, so the vector is found
     if query and not query.lower().startswith("select:"):
         await discovery.semantic.prepare(_query_words(query)[0])
+
+
+async def prepare_search(discovery: Discovery | None, arguments: Any, budget: QueryBudget = DEFAULT_BUDGET) -> None:
+    """The vectors of every query a `search_tools` call will rank, computed off the event loop in one batch before
+    the (synchronous) search that uses them."""
+    if discovery is None or discovery.semantic is None or not isinstance(arguments, dict):
+        return
+    query, queries = arguments.get("query"), arguments.get("queries")
+    if (query is not None and not isinstance(query, str)) or queries_problem(queries):
+        return
+    asked = read_queries(query, queries, budget)
+    texts = [_query_words(text)[0] for text in asked.run if not text.lower().startswith("select:")]
+    await discovery.semantic.prepare_many(texts)
 
 
 def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterator[Scored]:

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from cachetools import LRUCache
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolsift.semantic")
 _IDENTIFIER = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
 QUERY_CACHE_SIZE = 1024
+MAX_PARAMETERS = 32  # parameters read for the text of a tool without a description (its text is 300 characters)
 State = Literal["off", "loading", "ready", "unavailable"]
 
 
@@ -62,9 +63,32 @@ def fusion_params(settings: SemanticConfig) -> SearchParams:
 
 def tool_text(entry: ToolEntry) -> str:
     """What a tool's vector is computed from: its name as words, then its description (measured against adding
-    the server's name or the parameters: this reads best for short queries and as well for long ones)."""
-    name = " ".join(_IDENTIFIER.sub(" ", entry.original_name).split()).lower()
-    return f"{name}: {entry.description.strip()}" if entry.description.strip() else name
+    the server's name or the parameters: this reads best for short queries and as well for long ones). A tool
+    without a description is read as its name, its server's name and its parameters: its name alone is two or three
+    words (measured on RapidAPI tasks: one call of sub-queries 0.806 -> 0.814 with this, whole tasks level; the
+    server's description as well read worse for short queries)."""
+    name = _words(entry.original_name)
+    if entry.description.strip():
+        return f"{name}: {entry.description.strip()}"
+    details = [_words(entry.server)] if entry.server else []
+    properties = entry.parameters.get("properties")
+    if isinstance(properties, dict) and properties:
+        details.append("takes " + _parameters(properties))
+    return f"{name}: {'; '.join(details)}" if details else name
+
+
+def _words(identifier: str) -> str:
+    return " ".join(_IDENTIFIER.sub(" ", identifier).split()).lower()
+
+
+def _parameters(properties: dict[str, Any], limit: int = 300) -> str:
+    """Parameter names as words, each with its description: what a tool takes says what it does."""
+    parts: list[str] = []
+    for name, spec in list(properties.items())[:MAX_PARAMETERS]:
+        description = spec.get("description") if isinstance(spec, dict) else None
+        text = description.strip() if isinstance(description, str) else ""
+        parts.append(_words(str(name)) + (f" ({text})" if text else ""))
+    return ", ".join(parts)[:limit]
 
 
 class SemanticSearch:
@@ -276,26 +300,43 @@ class SemanticSearch:
         return found.whole if found is not None else None
 
     def prepare_now(self, text: str) -> None:
-        """Compute `text`'s vectors (the whole and, for a task of several sentences, each sentence's: a batch of
-        their own, so short sentences are not padded to the whole's length) unless cached (blocking; call through
-        `prepare` on the event loop)."""
-        text = text[:MAX_QUERY_CHARS]
-        if self.backend is None or not text.strip() or text in self._queries:
+        """Compute `text`'s vectors unless cached (blocking; call through `prepare` on the event loop)."""
+        self.prepare_many_now([text])
+
+    def prepare_many_now(self, texts: Sequence[str]) -> None:
+        """Compute the vectors of the `texts` not cached: each whole text, and for a task of several sentences each
+        sentence's. The wholes are one batch and the sentences another (so short sentences are not padded to a
+        whole task's length): a call of four short queries costs one encoder pass, not four."""
+        if self.backend is None:
             return
-        parts = sentences(text) if self.params.sentence_weight > 0 else []
-        whole = self.backend.embed_queries([text])
-        each = self.backend.embed_queries(parts) if parts else whole[:0]
-        if whole.shape[0] != 1 or each.shape[0] != len(parts):
-            raise EmbeddingError(f"{whole.shape[0] + each.shape[0]} vectors for {len(parts) + 1} texts")
-        found = QueryVectors(whole[0], tuple(zip(parts, each, strict=True)))
+        wanted = [text for text in dict.fromkeys(text[:MAX_QUERY_CHARS] for text in texts) if text.strip()]
+        wanted = [text for text in wanted if text not in self._queries]
+        if not wanted:
+            return
+        parts = [sentences(text) if self.params.sentence_weight > 0 else [] for text in wanted]
+        flat = [sentence for found in parts for sentence in found]
+        whole = self.backend.embed_queries(wanted)
+        each = self.backend.embed_queries(flat) if flat else whole[:0]
+        if whole.shape[0] != len(wanted) or each.shape[0] != len(flat):
+            raise EmbeddingError(f"{whole.shape[0] + each.shape[0]} vectors for {len(wanted) + len(flat)} texts")
+        start = 0
         with self._lock:
-            self._queries[text] = found
+            for text, found, vector in zip(wanted, parts, whole, strict=True):
+                vectors = each[start : start + len(found)]
+                self._queries[text] = QueryVectors(vector, tuple(zip(found, vectors, strict=True)))
+                start += len(found)
 
     async def prepare(self, text: str | None) -> None:
         """Have `text`'s vector ready for the next search, computed in a thread; failures leave it lexical."""
-        if self.backend is None or not text or self.query_vector(text) is not None:
+        await self.prepare_many([text] if text else [])
+
+    async def prepare_many(self, texts: Sequence[str]) -> None:
+        """Have the vectors of `texts` ready for the next searches, computed in one thread hop and one batch;
+        failures leave those searches lexical."""
+        missing = [text for text in texts if text and self.query_vector(text) is None]
+        if self.backend is None or not missing:
             return
         try:
-            await asyncio.to_thread(self.prepare_now, text)
+            await asyncio.to_thread(self.prepare_many_now, missing)
         except EmbeddingError as exc:
-            log.warning("semantic: query embedding failed, keyword search for this query: %s", exc)
+            log.warning("semantic: query embedding failed, keyword search for these queries: %s", exc)

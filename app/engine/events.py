@@ -69,12 +69,15 @@ class ClientToolCall:
 
 @dataclass(frozen=True, slots=True)
 class SearchDone:
-    query: str | None  # None for a search by tool names or by server
+    query: str | None  # a one-query search's query; None for a search by tool names or server, or of several
     found: tuple[str, ...]
     weak: bool  # every result matched by meaning alone
+    queries: tuple[str, ...] = ()  # every query the search ran, one or several
 
     @property
     def label(self) -> str:
+        if len(self.queries) > 1:
+            return ", ".join(repr(query) for query in self.queries)
         return repr(self.query) if self.query is not None else "by tool name or server"
 
 

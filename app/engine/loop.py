@@ -171,8 +171,7 @@ class ChatLoop:
         client's history."""
         for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
             if kind is ToolKind.SEARCH and self._over_cap(call, kind, index, len(calls)) is None:
-                await self.tools.prepare(parse_arguments(call)[0].get("query"))
-                yield self._search(call)[1]
+                yield (await self._search(call))[1]
         client = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
         for index, call in enumerate(client):
             yield ClientToolCall(index, call)
@@ -189,8 +188,7 @@ class ChatLoop:
                 if capped is not None:
                     results[index] = capped
                 elif kind is ToolKind.SEARCH:
-                    await self.tools.prepare(parse_arguments(call)[0].get("query"))
-                    results[index], event = self._search(call)
+                    results[index], event = await self._search(call)
                     yield event
                 elif kind is ToolKind.MCP:
                     arguments, problem = parse_arguments(call)
@@ -227,21 +225,19 @@ class ChatLoop:
         )
 
     def _over_cap(self, call: ToolCall, kind: ToolKind, index: int, count: int) -> str | None:
-        """Why the round's `index`th call (of `count`) is not run, or None (then a search counts against the
-        request's searches): one model reply asks for a bounded amount of work, and the model reads the rest."""
+        """Why the round's `index`th call (of `count`) is not run, or None: one model reply asks for a bounded
+        amount of work, and the model reads the rest. A search runs while the request has searches left."""
         if index >= self.max_calls_per_round:
             return (
                 f"Error: {shown_name(call.name)} was not run: the reply asked for {count} tool calls and this gateway "
                 f"runs at most {self.max_calls_per_round} a round (max_tool_calls_per_round). Call the ones still "
                 "needed in the next reply."
             )
-        if kind is ToolKind.SEARCH:
-            if self.searches_run >= self.max_searches:
-                return (
-                    f"Error: search_tools was not run: this request already ran {self.max_searches} searches, "
-                    "the most this gateway allows (max_searches_per_request). Use the tools already found."
-                )
-            self.searches_run += 1
+        if kind is ToolKind.SEARCH and self.searches_run >= self.max_searches:
+            return (
+                f"Error: search_tools was not run: this request already ran {self.max_searches} searches, "
+                "the most this gateway allows (max_searches_per_request). Use the tools already found."
+            )
         return None
 
     async def _call_mcp(self, server: str, tool: str, arguments: JsonObject) -> tuple[str, bool, float]:
@@ -249,16 +245,21 @@ class ChatLoop:
         text, failed = await self.mcp.call_tool(server, tool, arguments)
         return text, failed, time.perf_counter() - started
 
-    def _search(self, call: ToolCall) -> tuple[str, SearchDone]:
+    async def _search(self, call: ToolCall) -> tuple[str, SearchDone]:
+        """Run a search: each of its queries counts against the request's searches, and those past what is left
+        are named in its result, not run. Their vectors are computed first, in one batch off the event loop."""
         arguments, problem = parse_arguments(call)
-        query = arguments.get("query")
-        query = query if isinstance(query, str) else None
         if problem:
             self.tools.search_calls += 1
-            return problem, SearchDone(query, (), False)
-        outcome = self.tools.search(arguments)
+            self.searches_run += 1
+            return problem, SearchDone(None, (), False)
+        left = self.max_searches - self.searches_run
+        await self.tools.prepare_search(arguments, left)
+        outcome = self.tools.search(arguments, left, self.max_searches)
+        self.searches_run += outcome.searches
         loaded = tuple(entry.name for entry in [*outcome.found, *outcome.related])
-        return outcome.text, SearchDone(query, loaded, outcome.weak)
+        query = outcome.queries[0] if len(outcome.queries) == 1 else None
+        return outcome.text, SearchDone(query, loaded, outcome.weak, outcome.queries)
 
     def round_limit_text(self) -> str:
         return (

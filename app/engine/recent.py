@@ -55,7 +55,10 @@ def summarize(
         if position + 1 < count:
             reasons.append(SEARCHED_AGAIN)
         query = search.query[:MAX_QUERY_CHARS] if search.query is not None else None
-        searches.append({"query": query, "found": _names(search.found), "weak": search.weak, "miss": reasons})
+        item = {"query": query, "found": _names(search.found), "weak": search.weak, "miss": reasons}
+        if len(search.queries) > 1:  # one call of several queries
+            item["queries"] = [text[:MAX_QUERY_CHARS] for text in search.queries[:MAX_ITEMS]]
+        searches.append(item)
     stats = record.discovery
     called = stats.tools_called if stats is not None else [call.name for call in record.mcp_calls]
     model = facts.get("model")

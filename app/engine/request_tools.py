@@ -23,12 +23,14 @@ from app.core.catalog import (
 from app.core.model import ChatRequest, Message, Native, ToolSpec
 from app.discovery.cache import DiscoveryCache
 from app.discovery.manifest import ManifestGroup
+from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget
 from app.discovery.related import with_related
 from app.discovery.search import (
     Discovery,
     SearchOutcome,
     clean_query,
     prepare_query,
+    prepare_search,
     run_search,
     scored_tools,
     shown_name,
@@ -49,12 +51,18 @@ class ToolKind(Enum):
 
 class RequestTools:
     def __init__(
-        self, entries: list[ToolEntry], discovery: Discovery | None, max_results: int, load_related: int = 0
+        self,
+        entries: list[ToolEntry],
+        discovery: Discovery | None,
+        max_results: int,
+        load_related: int = 0,
+        max_queries: int = DEFAULT_MAX_QUERIES,
     ) -> None:
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
         self.load_related = load_related  # related tools a search loads per found tool
+        self.max_queries = max_queries  # queries one search_tools call runs
         self._initial = [entry.name for entry in entries if discovery is None or not entry.deferred]
         self._loaded = set(self._initial)
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
@@ -135,14 +143,23 @@ class RequestTools:
         return self.prefetched
 
     async def prepare(self, query: Any) -> None:
-        """A search's query vector, computed off the event loop, so the search itself stays synchronous."""
+        """A text's query vector, computed off the event loop, so the search itself stays synchronous."""
         await prepare_query(self.discovery, query)
 
-    def search(self, arguments: dict[str, Any]) -> SearchOutcome:
+    async def prepare_search(self, arguments: Any, left: int | None = None) -> None:
+        """The vectors of every query of a `search_tools` call, in one batch off the event loop."""
+        await prepare_search(self.discovery, arguments, QueryBudget(self.max_queries, left))
+
+    def search(
+        self, arguments: dict[str, Any], left: int | None = None, per_request: int | None = None
+    ) -> SearchOutcome:
+        """Answer a `search_tools` call; with `left` (of `per_request`) searches the request may still run, the
+        call's queries past that are named, not run."""
         assert self.discovery is not None
         self.search_calls += 1
         loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
-        outcome = run_search(arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers)
+        budget = QueryBudget(self.max_queries, left, per_request)
+        outcome = run_search(arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, budget=budget)
         outcome = with_related(outcome, self.discovery, self.load_related, self.is_loaded)
         self.found_by_search.extend(self.load(entry.name for entry in [*outcome.found, *outcome.related]))
         return outcome
@@ -163,8 +180,10 @@ def prepare_request_tools(
         discovery = cache.with_client_tools(catalog, request.tool_set, discovery, group)
     if not enabled:
         discovery = None
-    discovery_config = config.tool_discovery
-    return RequestTools([*client, *mcp], discovery, discovery_config.max_search_results, discovery_config.load_related)
+    settings = config.tool_discovery
+    return RequestTools(
+        [*client, *mcp], discovery, settings.max_search_results, settings.load_related, config.max_queries_per_search
+    )
 
 
 def client_groups(deferred: list[ToolEntry], catalog: Catalog) -> list[ManifestGroup]:

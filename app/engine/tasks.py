@@ -78,7 +78,7 @@ class TaskReport:
                 "completion_tokens": self.usage.completion_tokens,
                 "total_tokens": self.usage.total_tokens,
             },
-            "searches": [{"query": s.query, "found": list(s.found)} for s in self.searches],
+            "searches": [{"query": s.query, "queries": list(s.queries), "found": list(s.found)} for s in self.searches],
             "calls": [
                 {"name": c.name, "ok": c.ok, "seconds": round(c.seconds, 3), "summary": c.summary} for c in self.calls
             ],

@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse, Response
 
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.cache import DiscoveryCache
-from app.discovery.search import Discovery, prepare_query
+from app.discovery.queries import QueryBudget
+from app.discovery.search import Discovery, prepare_search
 from app.engine.gateway import Gateway
 from app.errors import RequestRefused, error_body
 from app.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
@@ -112,15 +113,20 @@ class AdminApi:
         return {"tool_set": tool_set, **manifest_report(self._discovery(tool_set))}
 
     async def _search(self, request: Request) -> dict[str, Any]:
-        query = _text(request, "query")
-        if query is None:
+        """One `query`, or several (`query` repeated) searched as one `search_tools` call of several queries."""
+        queries = [value.strip() for value in request.query_params.getlist("query") if value.strip()]
+        if not queries:
             raise RequestRefused("'query' is required: the words to search for.", param="query", code="missing_query")
-        limit = _number(request, "k", self.gateway.config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
+        config = self.gateway.config
+        limit = _number(request, "k", config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
         discovery = self._discovery(tool_set)
-        every = every_discovery(self.gateway.mcp.catalog, self.gateway.config, tool_set, self.every)
-        await prepare_query(discovery or every, query)  # the query's vectors off the event loop, as for a model
-        return {"query": query, **search_report(discovery, query, _text(request, "server"), limit, every)}
+        every = every_discovery(self.gateway.mcp.catalog, config, tool_set, self.every)
+        most = config.max_queries_per_search
+        # The queries' vectors off the event loop, in one batch, as for a model.
+        await prepare_search(discovery or every, {"queries": queries}, QueryBudget(most))
+        report = search_report(discovery, queries, _text(request, "server"), limit, every, most)
+        return {"query": queries[0], **report}
 
     async def _requests(self, request: Request) -> dict[str, Any]:
         recent = self.gateway.recent

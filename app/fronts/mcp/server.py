@@ -97,7 +97,13 @@ class McpFront:
         gateway = self.gateway
         entries = select_mcp_tools(gateway.mcp.catalog, gateway.config, self.tool_set)
         settings = gateway.config.tool_discovery
-        return RequestTools(entries, self.served().discovery, settings.max_search_results, settings.load_related)
+        return RequestTools(
+            entries,
+            self.served().discovery,
+            settings.max_search_results,
+            settings.load_related,
+            gateway.config.max_queries_per_search,
+        )
 
     def _build(self) -> Served:
         gateway, catalog = self.gateway, self.gateway.mcp.catalog
@@ -116,9 +122,9 @@ class McpFront:
         else:
             definition = search_tool_definition(discovery.groups, discovery.manifest, PROXY_CALLABLE_AFTER, self.note)
             function = definition["function"]
-            limit = gateway.config.tool_discovery.max_search_results
+            limit, queries = gateway.config.tool_discovery.max_search_results, gateway.config.max_queries_per_search
             tools = [ForwardedTool(entry, gateway.mcp) for entry in entries if not entry.deferred]
-            tools.append(ProxySearch(function["description"], function["parameters"], discovery, limit))
+            tools.append(ProxySearch(function["description"], function["parameters"], discovery, limit, queries))
             tools.append(ProxyCall(self._request_tools(), gateway.mcp))
         if gateway.tasks is not None:
             tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set))

@@ -17,7 +17,8 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
 from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
-from app.discovery.search import Discovery, prepare_query, run_search
+from app.discovery.queries import QueryBudget
+from app.discovery.search import Discovery, prepare_search, run_search
 from app.engine.request_tools import RequestTools, ToolKind
 from app.mcp.client.connections import McpManager
 from app.offload import off_loop
@@ -75,7 +76,7 @@ class LazySearch(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         tools = await self._tools()
-        await tools.prepare(arguments.get("query"))
+        await tools.prepare_search(arguments)
         outcome = tools.search(arguments)
         if tools.found_by_search:
             await self._enable(tools.discovered)
@@ -88,14 +89,19 @@ class ProxySearch(Tool):
 
     _discovery: Discovery = PrivateAttr()
     _limit: int = PrivateAttr()
+    _budget: QueryBudget = PrivateAttr()
 
-    def __init__(self, description: str, parameters: dict[str, Any], discovery: Discovery, limit: int) -> None:
+    def __init__(
+        self, description: str, parameters: dict[str, Any], discovery: Discovery, limit: int, max_queries: int
+    ) -> None:
         super().__init__(name=SEARCH_TOOL_NAME, description=description, parameters=parameters)
-        self._discovery, self._limit = discovery, limit
+        self._discovery, self._limit, self._budget = discovery, limit, QueryBudget(max_queries)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        await prepare_query(self._discovery, arguments.get("query"))
-        outcome = run_search(arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE)
+        await prepare_search(self._discovery, arguments, self._budget)
+        outcome = run_search(
+            arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE, budget=self._budget
+        )
         if not outcome.found:
             return ToolResult(content=outcome.text)
         found = [

@@ -162,19 +162,25 @@ function explanation(matched) {
 async function runSearch(event) {
   event.preventDefault();
   const params = new URLSearchParams();
-  for (const [name, id] of [["query", "query"], ["server", "search-server"], ["tool_set", "search-tool-set"], ["k", "search-k"]]) {
+  for (const line of $("query").value.split("\n")) {  // one query per line: several are one call
+    if (line.trim()) params.append("query", line.trim());
+  }
+  for (const [name, id] of [["server", "search-server"], ["tool_set", "search-tool-set"], ["k", "search-k"]]) {
     const value = $(id).value.trim();
     if (value) params.set(name, value);
   }
   try {
     const data = await api("/admin/search?" + params.toString());
     const found = data.results.length;
-    $("search-mode").textContent = (found ? `${found} result(s), ${data.mode}` :
-      `No tool found for “${params.get("query")}” (search: ${data.mode}).`) +
+    const queries = data.queries || [];
+    const asked = queries.map((q) => `“${q}”`).join(", ") || `“${params.get("query")}”`;
+    $("search-mode").textContent = (found
+      ? `${found} result(s) for ${queries.length} quer${queries.length === 1 ? "y" : "ies"}, ${data.mode}`
+      : `No tool found for ${asked} (search: ${data.mode}).`) +
       (data.weak ? " — no tool matches these words; closest by meaning (weak matches)" : "");
     $("search-mode").className = found ? "note" : "note empty";
     fill("search-results", data.results.map((r) => row([
-      num(r.rank), el("td", r.name, r.weak ? "weak" : ""), fixed(r.score), fixed(r.lexical), fixed(r.semantic),
+      num(r.rank), el("td", r.query), el("td", r.name, r.weak ? "weak" : ""), fixed(r.score), fixed(r.lexical), fixed(r.semantic),
       num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched),
     ], "result")));
     $("search-results").hidden = !found;
@@ -196,7 +202,8 @@ function searchesCell(searches) {
   if (!searches.length) td.append(el("span", "none", "note"));
   for (const search of searches) {
     const line = el("div");
-    const query = search.query === null ? "(by name or server)" : `“${search.query}”`;
+    const query = search.queries ? search.queries.map((text) => `“${text}”`).join(", ")
+      : search.query === null ? "(by name or server)" : `“${search.query}”`;
     line.append(document.createTextNode(`${query} → ${search.found.length ? search.found.join(", ") : "nothing"}`));
     for (const reason of search.miss) { line.append(" ", el("span", "likely miss: " + reason, "miss-mark")); }
     td.append(line);

@@ -153,6 +153,15 @@ def test_cli_search_finds_by_meaning_on_the_demo() -> None:
     assert lines[1].split()[5] == "notes__create_note"
 
 
+def test_cli_search_of_several_queries_ranks_each_as_one_call_would() -> None:
+    result = run("search", "save a note", "convert currency", "-k", "1", "--config", str(ROOT / "config.json"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split() == ["#", "query", "score", "match", "tool", "description"]
+    assert lines[1].split()[:4] == ["1", "save", "a", "note"] and lines[1].split()[6] == "notes__create_note"
+    assert lines[2].split()[:3] == ["1", "convert", "currency"] and lines[2].split()[5] == "finance__convert_currency"
+
+
 def test_cli_search_names_a_loaded_tool_that_answers_the_query() -> None:
     # Weather's tools are loaded from the start on the demo: the model's search does not cover them, and the
     # operator is told that the model has the tool for "storm warnings" already.

@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from fastmcp import Client
 
 from app.config import SemanticConfig, parse_config
 from app.core.catalog import ToolEntry
@@ -22,7 +24,15 @@ from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.mcp.client.catalog import build_catalog
-from tests.support import GatewayFactory, Upstream, chat_body, completion, engine_request, make_config
+from tests.support import (
+    GatewayFactory,
+    Upstream,
+    chat_body,
+    completion,
+    engine_request,
+    load_example,
+    make_config,
+)
 
 TOOLS = {
     "weather": [
@@ -86,6 +96,23 @@ def test_meaning_finds_tools_whose_words_the_query_does_not_use(model_dir: Path,
     assert names(discovery, "storm warnings", search)[0] == "weather__get_alerts"
     assert names(discovery, "mkdir", search)[0] == "files__create_directory"
     assert names(discovery, "cancel appointment", search)[0] == "calendar__delete_event"
+
+
+async def test_the_first_result_is_the_sibling_that_does_what_was_asked(model_dir: Path, tmp_path: Path) -> None:
+    """On the demo, textkit's tools all act on a text: a short query's object word matches them alike, and what
+    sets each apart from its siblings decides which comes first."""
+    listings: dict[str, Any] = {}
+    for server in ("weather", "notes", "calendar_server", "finance", "textkit"):
+        async with Client(load_example(server).mcp) as client:
+            listings[server] = await client.list_tools()
+    config = parse_config({"mcpServers": {s: {"command": "x", "defer_loading": True} for s in listings}}, environ={})
+    entries = list(build_catalog(config, listings, version=1).tools.values())
+    search = semantic(tmp_path, model_dir)
+    search.ensure_now(entries)
+    discovery = discovery_for(entries, search)
+    assert names(discovery, "sha256 of a string", search)[0] == "textkit__hash_text"
+    search.params = replace(search.params, sibling_contrast=0.0)
+    assert names(discovery, "sha256 of a string", search)[0] == "textkit__base64_encode", "without the contrast"
 
 
 def test_a_restart_embeds_nothing_and_a_change_embeds_only_what_changed(model_dir: Path, tmp_path: Path) -> None:

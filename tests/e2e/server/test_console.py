@@ -109,6 +109,44 @@ def test_console_in_headless_chromium(gateway: str, scripted: ScriptedUpstream, 
             browser.close()
 
 
+def test_the_playground_searches_several_queries_as_one_call(gateway: str) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(30_000)
+            page.goto(f"{gateway}/console")
+            page.fill("#key", ADMIN)
+            page.click("#key-form button[type=submit]")
+            page.fill("#query", "convert currency\ncreate a note")
+            page.click("#search-form button[type=submit]")
+            results = page.locator("#search-results tbody tr.result")
+            expect(results.filter(has_text="create a note").first).to_contain_text("notes__create_note")
+            expect(results.first).to_contain_text("convert currency")
+            expect(page.locator("#search-mode")).to_contain_text("for 2 queries")
+            expect(page.locator("#search-text")).to_contain_text("for 2 queries:")
+        finally:
+            browser.close()
+
+
+def test_cli_search_of_several_queries_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [TOOLSIFT, "search", "convert currency", "create a note", "-k", "2", "--url", gateway, "--admin-key", ADMIN,
+         "--config", str(tmp_path / "absent.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["#", "query", "score", "match", "tool", "description"]
+    assert len(lines) == 5, "each query's own top 2"
+    assert lines[1].split()[:3] == ["1", "convert", "currency"] and "finance__convert_currency" in lines[1]
+    assert lines[3].split()[:4] == ["1", "create", "a", "note"] and "notes__create_note" in lines[3]
+
+
 def test_cli_search_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:
     result = subprocess.run(
         [TOOLSIFT, "search", "convert currency", "--explain", "--url", gateway, "--admin-key", ADMIN,

@@ -101,6 +101,15 @@ def test_each_family_loads_and_gives_unit_vectors(tmp_path: Path, model_type: st
     assert np.allclose(encoder.encode(TEXTS[:1]), vectors[:1], atol=1e-5)  # batching and padding change nothing
 
 
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "mpnet"])
+def test_texts_packed_in_one_row_read_as_each_alone(tmp_path: Path, model_type: str) -> None:
+    """Several queries of one call share a row, each attending only to itself, from its own positions."""
+    encoder = BertEncoder(make_model(tmp_path, model_type))
+    alone = np.stack([encoder.encode([text])[0] for text in TEXTS])
+    assert np.allclose(encoder.encode(TEXTS, pack=64), alone, atol=1e-5)
+    assert np.allclose(encoder.encode(TEXTS, pack=6), alone, atol=1e-5), "a row full: the next text starts another"
+
+
 def test_roberta_style_models_number_positions_from_the_padding_id_plus_one(tmp_path: Path) -> None:
     """RoBERTa and MPNet never use the position rows up to the padding id: text at position 0 reads row 2."""
     for model_type in ("roberta", "mpnet"):

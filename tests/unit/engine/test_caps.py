@@ -72,3 +72,29 @@ async def test_the_search_budget_spans_rounds_and_mcp_calls_past_the_round_cap_d
 async def test_the_default_caps_are_stated_in_the_config() -> None:
     config = make_config()
     assert (config.max_tool_calls_per_round, config.max_searches_per_request) == (32, 16)
+
+
+async def test_each_query_of_a_search_counts_against_the_request_and_extras_are_named(
+    upstream: Upstream, gateway_factory: Any, searches: list[Any]
+) -> None:
+    client, _ = await gateway_factory(make_config(max_searches_per_request=3, max_queries_per_search=2))
+    upstream.script(
+        completion(calls=[("search_tools", {"queries": ["convert currency", "create note", "slugify"]})]),
+        completion(calls=[("search_tools", {"queries": ["count words", "hash text"]})]),
+        completion(calls=[("search_tools", {"query": "loan payment"})]),
+        completion("done"),
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("go"))
+    assert response.status_code == 200, response.text
+    first, second, third = (_results(upstream, call)[-1]["content"] for call in (1, 2, 3))
+    assert "for 'convert currency'" in first and "for 'create note'" in first
+    assert "Not searched: 'slugify': one search_tools call runs at most 2 queries (max_queries_per_search)" in first
+    assert second.startswith("Found") and "- textkit__count_words (server: textkit)" in second  # one query ran
+    assert "Not searched: 'hash text': this request already ran 3 searches" in second
+    assert third.startswith("Error: search_tools was not run: this request already ran 3 searches")
+    discovery = response.json()["tool_discovery"]
+    assert discovery["search_calls"] == 2 and len(searches) == 2
+    assert {"finance__convert_currency", "notes__create_note", "textkit__count_words"} <= set(
+        discovery["tools_discovered"]
+    )
+    assert (make_config().max_queries_per_search, make_config().max_searches_per_request) == (5, 16)

@@ -122,6 +122,23 @@ async def test_search_explains_each_score(gateway_factory: GatewayFactory) -> No
     assert nothing["loaded"] == []
 
 
+async def test_search_of_several_queries_is_one_call_explained_per_query(gateway_factory: GatewayFactory) -> None:
+    client, _ = await gateway_factory(make_config(auth=KEYED, max_queries_per_search=2))
+    response = await client.get(
+        "/admin/search", params=[("query", "convert currency"), ("query", "create note"), ("query", "slugify"),
+                                 ("k", "2")], headers=bearer(ADMIN),
+    )  # fmt: skip
+    found = response.json()
+    assert response.status_code == 200 and found["queries"] == ["convert currency", "create note"]
+    assert [(hit["query"], hit["rank"]) for hit in found["results"]] == [
+        ("convert currency", 1), ("convert currency", 2), ("create note", 1), ("create note", 2)
+    ]  # fmt: skip
+    assert found["results"][0]["name"] == "finance__convert_currency"
+    assert found["results"][2]["name"] == "notes__create_note"
+    assert found["text"].startswith("Found 4 tools for 2 queries:")
+    assert "Not searched: 'slugify': one search_tools call runs at most 2 queries" in found["text"]
+
+
 async def test_search_names_the_loaded_tools_that_answer_the_query(gateway_factory: GatewayFactory) -> None:
     # The model's search covers deferred tools only; weather's are loaded, so it finds nothing for "forecast"
     # and the operator is told which loaded tool the model already has for it.

@@ -1,0 +1,100 @@
+"""Discovery: everything about one set of deferred tools that does not change between requests (its index, the
+manifest and the `search_tools` definition, the tools by name and by server), built once per catalog version."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.core.catalog import ToolEntry
+from app.discovery.index import ToolIndex
+from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
+from app.discovery.merged import MergedIndex, Ranker
+from app.discovery.params import DEFAULT_PARAMS, SearchParams
+from app.discovery.semantic import SemanticSearch
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Everything about one set of deferred tools that does not change between requests."""
+
+    groups: tuple[ManifestGroup, ...]
+    index: Ranker
+    manifest: str
+    definition: dict[str, Any]
+    by_name: dict[str, ToolEntry]
+    by_original_name: dict[str, list[ToolEntry]]
+    by_group: dict[str, list[ToolEntry]]
+    tokens: int  # estimated tokens of all these tools' definitions
+    semantic: SemanticSearch | None = None
+    # The groups' tools that stay loaded, by exposed and by bare name: a search naming one says so.
+    always_loaded: dict[str, ToolEntry] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        groups: Sequence[ManifestGroup],
+        manifest_max_tokens: int = DEFAULT_MAX_TOKENS,
+        reference: ToolIndex | None = None,
+        semantic: SemanticSearch | None = None,
+        params: SearchParams = DEFAULT_PARAMS,
+        max_chars: int | None = None,
+    ) -> Discovery:
+        """`max_chars` bounds the description text indexed in all (a caller's tools: see ToolIndex)."""
+        entries = [entry for group in groups for entry in group.tools]
+        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params, max_chars)
+        if semantic is not None:
+            # The gateway embeds the tools it serves. A client's own tools, chosen by the caller and different
+            # in every request, are not: embedding them would let any caller spend the gateway's CPU.
+            semantic.track(entry for entry in entries if entry.server is not None)
+        by_original: dict[str, list[ToolEntry]] = {}
+        for entry in entries:
+            by_original.setdefault(entry.original_name, []).append(entry)
+        manifest = manifest_text(groups, manifest_max_tokens, index.name_distinctiveness)
+        return cls(
+            groups=tuple(groups),
+            index=index,
+            manifest=manifest,
+            definition=search_tool_definition(groups, manifest),
+            by_name={entry.name: entry for entry in entries},
+            by_original_name=by_original,
+            by_group={group.label: list(group.tools) for group in groups},
+            tokens=sum(entry.tokens for entry in entries),
+            semantic=semantic,
+            always_loaded=_always_loaded(groups),
+        )
+
+    def with_group(self, group: ManifestGroup, max_chars: int | None = None) -> Discovery:
+        """This discovery plus one more (small) group, indexed on its own and searched together with this one."""
+        reference = self.index if isinstance(self.index, ToolIndex) else None
+        params = reference.params if reference is not None else DEFAULT_PARAMS
+        extra = Discovery.build(
+            [group], reference=reference, semantic=self.semantic, params=params, max_chars=max_chars
+        )
+        groups = (*self.groups, group)
+        manifest = f"{self.manifest}\n{extra.manifest}"
+        by_original = {name: list(found) for name, found in self.by_original_name.items()}
+        for name, found in extra.by_original_name.items():
+            by_original.setdefault(name, []).extend(found)
+        return Discovery(
+            groups=groups,
+            index=MergedIndex(self.index, extra.index),
+            manifest=manifest,
+            definition=search_tool_definition(groups, manifest),
+            by_name={**self.by_name, **extra.by_name},
+            by_original_name=by_original,
+            by_group={**self.by_group, **extra.by_group},
+            tokens=self.tokens + extra.tokens,
+            semantic=self.semantic,
+            always_loaded={**extra.always_loaded, **self.always_loaded},
+        )
+
+
+def _always_loaded(groups: Sequence[ManifestGroup]) -> dict[str, ToolEntry]:
+    found: dict[str, ToolEntry] = {}
+    for group in groups:
+        for entry in group.loaded:
+            found.setdefault(entry.original_name, entry)
+            found[entry.name] = entry
+    return found
