@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncGenerator
 
 from app.codecs.openai_chat.answer_types import Chunk, Completion
-from app.codecs.openai_chat.answers import delta_from_chunk, delta_from_completion
+from app.codecs.openai_chat.answers import ReasoningDetails, delta_from_chunk, delta_from_completion
 from app.codecs.openai_chat.requests import to_openai
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest
@@ -25,7 +25,8 @@ class OpenAIProvider(HttpProvider):
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         log_foreign_options(self.name, request, "openai")
+        details = ReasoningDetails()
         async for chunk in self.stream_events("/chat/completions", to_openai(request)):
             if "error" in chunk:
                 raise self.error_from(502, json.dumps(chunk).encode())
-            yield delta_from_chunk(self.checked(Chunk, chunk, "stream chunk"))
+            yield delta_from_chunk(self.checked(Chunk, chunk, "stream chunk"), details)

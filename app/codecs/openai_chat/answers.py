@@ -59,8 +59,40 @@ def delta_from_completion(completion: JsonObject) -> Delta:
     )
 
 
-def delta_from_chunk(chunk: JsonObject) -> Delta:
-    """One (checked) stream chunk as a delta; choices other than index 0 are ignored (the gateway asks for one)."""
+class ReasoningDetails:
+    """A streamed turn's `reasoning_details` (OpenRouter's reasoning, which its upstreams need back on the next
+    round to go on after a tool call), assembled from the pieces each chunk carries: a piece with the index and
+    type of an earlier one continues it (its texts appended, its other fields such as a signature added)."""
+
+    TEXTS = ("text", "summary", "data")
+
+    def __init__(self) -> None:
+        self.items: list[JsonObject] = []
+
+    def add(self, pieces: list[Any]) -> list[JsonObject]:
+        for piece in pieces:
+            if not isinstance(piece, dict):
+                continue
+            same = next(
+                (item for item in self.items if "index" in piece and
+                 (item.get("index"), item.get("type")) == (piece.get("index"), piece.get("type"))),
+                None,
+            )  # fmt: skip
+            if same is None:
+                self.items.append(dict(piece))
+                continue
+            for key, value in piece.items():
+                if key in self.TEXTS and isinstance(value, str) and isinstance(same.get(key), str):
+                    same[key] += value
+                elif value is not None and same.get(key) is None:
+                    same[key] = value
+        return [dict(item) for item in self.items]
+
+
+def delta_from_chunk(chunk: JsonObject, details: ReasoningDetails | None = None) -> Delta:
+    """One (checked) stream chunk as a delta; choices other than index 0 are ignored (the gateway asks for one).
+    With `details`, a chunk's `reasoning_details` pieces are added to the turn's so far, which the delta carries
+    whole (a turn keeps its latest delta's extra fields)."""
     delta = Delta(usage=usage_from_openai(chunk.get("usage")), meta=_meta(chunk))
     for choice in chunk.get("choices") or ():
         if choice.get("index", 0) != 0:
@@ -73,6 +105,8 @@ def delta_from_chunk(chunk: JsonObject) -> Delta:
                 delta.reasoning, delta.reasoning_field = wire[key], key
         for position, fragment in enumerate(wire.get("tool_calls") or ()):
             delta.calls.append(_fragment(fragment.get("index", position), fragment))
+        if details is not None and isinstance(wire.get("reasoning_details"), list):
+            delta.extra = Native("openai", {"reasoning_details": details.add(wire["reasoning_details"])})
         if choice.get("finish_reason"):
             delta.finish_reason = choice["finish_reason"]
         if isinstance(choice.get("logprobs"), dict):

@@ -248,8 +248,10 @@ def _openai_stream(turn: dict[str, Any]) -> httpx.Response:
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
     if "reasoning_content" in turn:
         deltas.append({"reasoning_content": turn["reasoning_content"]})
-    if "reasoning_details" in turn:
-        deltas.append({"reasoning_details": turn["reasoning_details"]})
+    for index, detail in enumerate(turn.get("reasoning_details") or ()):  # streamed in two pieces, as OpenRouter does
+        half = len(detail["text"]) // 2
+        deltas.append({"reasoning_details": [{**detail, "text": detail["text"][:half], "index": index}]})
+        deltas.append({"reasoning_details": [{"type": detail["type"], "text": detail["text"][half:], "index": index}]})
     if turn.get("content"):
         deltas.append({"content": turn["content"]})
     for index, call in enumerate(turn.get("tool_calls") or ()):
