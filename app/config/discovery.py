@@ -41,6 +41,12 @@ class SemanticConfig(Strict):
     )
     sentence_weight: float = Field(0.3, ge=0, le=1, description="share of a task's best-matching sentence alone")
     server_meaning_lift: float = Field(0.01, ge=0, le=1, description="lift per std. dev. of a server's nearness")
+    query_tokens_per_request: int = Field(
+        1024, ge=0, le=1_000_000, description="query tokens one request may have encoded; past them, keywords alone"
+    )
+    query_wait_seconds: float = Field(
+        5.0, gt=0, le=600, description="longest wait for the query encoder; past it, that search uses keywords alone"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> SemanticConfig:

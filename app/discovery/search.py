@@ -18,6 +18,7 @@ from app.core.catalog import ToolEntry
 from app.discovery.describe import LOADED_NOTE, MAX_NAME_CHARS, describe
 from app.discovery.describe import shown_name as shown_name
 from app.discovery.discovery import Discovery as Discovery
+from app.discovery.encode_budget import EncodeBudget
 from app.discovery.hybrid import Scored, hybrid_rank
 from app.discovery.queries import DEFAULT_BUDGET, QueryBudget, QueryHits, compose, queries_problem, read_queries
 from app.discovery.queries import clean_query as clean_query
@@ -318,26 +319,33 @@ def _query_words(query: str) -> tuple[str, list[str]]:
     return " ".join(word[1:] if _REQUIRED.match(word) else word for word in words), required
 
 
-async def prepare_query(discovery: Discovery | None, query: Any) -> None:
+async def prepare_query(discovery: Discovery | None, query: Any, encoding: EncodeBudget | None = None) -> None:
     """Compute a keyword query's vector off the event loop before the (synchronous) search that uses it."""
     if discovery is None or discovery.semantic is None or not isinstance(query, str):
         return
     query = clean_query(query)  # exactly as the search will read it, so the vector is found
     if query and not query.lower().startswith("select:"):
-        await discovery.semantic.prepare(_query_words(query)[0])
+        await discovery.semantic.prepare(_query_words(query)[0], encoding)
 
 
-async def prepare_search(discovery: Discovery | None, arguments: Any, budget: QueryBudget = DEFAULT_BUDGET) -> None:
+async def prepare_search(
+    discovery: Discovery | None,
+    arguments: Any,
+    budget: QueryBudget = DEFAULT_BUDGET,
+    encoding: EncodeBudget | None = None,
+) -> str | None:
     """The vectors of every query a `search_tools` call will rank, computed off the event loop in one batch before
-    the (synchronous) search that uses them."""
+    the (synchronous) search that uses them, within the request's `encoding` budget. Returns what the result must
+    say of queries ranked by keywords alone, or None."""
     if discovery is None or discovery.semantic is None or not isinstance(arguments, dict):
-        return
+        return None
     query, queries = arguments.get("query"), arguments.get("queries")
     if (query is not None and not isinstance(query, str)) or queries_problem(queries):
-        return
+        return None
     asked = read_queries(query, queries, budget)
     texts = [_query_words(text)[0] for text in asked.run if not text.lower().startswith("select:")]
-    await discovery.semantic.prepare_many(texts)
+    await discovery.semantic.prepare_many(texts, encoding)
+    return encoding.note(texts) if encoding is not None else None
 
 
 def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterator[Scored]:

@@ -30,10 +30,12 @@ from app.discovery.embeddings import (
     VectorCache,
     text_key,
 )
+from app.discovery.encode_budget import EncodeBudget, query_cost
 from app.discovery.encoder import Array, ModelLoadError
 from app.discovery.hybrid import QueryVectors, ServerMeans, sentences, server_means
 from app.discovery.models import find_model, toolsift_home
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
+from app.offload import Lane
 
 if TYPE_CHECKING:
     from app.config import SemanticConfig
@@ -111,6 +113,9 @@ class SemanticSearch:
         self._pending: dict[str, str] = {}
         self._announced = False  # "semantic search active" logged
         self._worker: asyncio.Task[None] | None = None
+        # Queries are encoded one batch at a time, in the worker pool: however many requests search at once,
+        # query encoding takes at most one core, and the other is left to serving.
+        self._encoding = Lane(1)
         self._loading: asyncio.Task[None] | None = None
 
     # -- set-up ------------------------------------------------------------------------------------------
@@ -303,14 +308,20 @@ class SemanticSearch:
         """Compute `text`'s vectors unless cached (blocking; call through `prepare` on the event loop)."""
         self.prepare_many_now([text])
 
-    def prepare_many_now(self, texts: Sequence[str]) -> None:
+    def prepare_many_now(self, texts: Sequence[str], budget: EncodeBudget | None = None) -> None:
         """Compute the vectors of the `texts` not cached: each whole text, and for a task of several sentences each
         sentence's. The wholes are one batch and the sentences another (so short sentences are not padded to a
-        whole task's length): a call of four short queries costs one encoder pass, not four."""
+        whole task's length): a call of four short queries costs one encoder pass, not four. With a `budget`, a
+        text whose tokens no longer fit in it is not encoded, and is noted there as ranked by keywords alone."""
         if self.backend is None:
             return
         wanted = [text for text in dict.fromkeys(text[:MAX_QUERY_CHARS] for text in texts) if text.strip()]
         wanted = [text for text in wanted if text not in self._queries]
+        if budget is not None:
+            split = self.params.sentence_weight > 0
+            fits = [budget.take(query_cost(self.backend, text, split)) for text in wanted]
+            budget.over.extend(text for text, fit in zip(wanted, fits, strict=True) if not fit)
+            wanted = [text for text, fit in zip(wanted, fits, strict=True) if fit]
         if not wanted:
             return
         parts = [sentences(text) if self.params.sentence_weight > 0 else [] for text in wanted]
@@ -326,17 +337,25 @@ class SemanticSearch:
                 self._queries[text] = QueryVectors(vector, tuple(zip(found, vectors, strict=True)))
                 start += len(found)
 
-    async def prepare(self, text: str | None) -> None:
+    async def prepare(self, text: str | None, budget: EncodeBudget | None = None) -> None:
         """Have `text`'s vector ready for the next search, computed in a thread; failures leave it lexical."""
-        await self.prepare_many([text] if text else [])
+        await self.prepare_many([text] if text else [], budget)
 
-    async def prepare_many(self, texts: Sequence[str]) -> None:
-        """Have the vectors of `texts` ready for the next searches, computed in one thread hop and one batch;
-        failures leave those searches lexical."""
+    async def prepare_many(self, texts: Sequence[str], budget: EncodeBudget | None = None) -> None:
+        """Have the vectors of `texts` ready for the next searches, computed in one batch in the worker pool, within
+        the request's `budget`; failures, the texts past the budget and a wait for the encoder longer than
+        `semantic.query_wait_seconds` leave those searches lexical (noted in the budget)."""
         missing = [text for text in texts if text and self.query_vector(text) is None]
         if self.backend is None or not missing:
             return
         try:
-            await asyncio.to_thread(self.prepare_many_now, missing)
+            await asyncio.wait_for(
+                self._encoding.run(self.prepare_many_now, missing, budget), self.settings.query_wait_seconds
+            )
+        except TimeoutError:
+            log.warning("semantic: the query encoder was busy for %ss, keyword search for this call's queries",
+                        self.settings.query_wait_seconds)  # fmt: skip
+            if budget is not None:
+                budget.busy.extend(text for text in missing if self.query_vector(text) is None)
         except EmbeddingError as exc:
             log.warning("semantic: query embedding failed, keyword search for these queries: %s", exc)

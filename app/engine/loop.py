@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.core.catalog import ToolEntry
 from app.core.model import (
@@ -254,8 +254,10 @@ class ChatLoop:
             self.searches_run += 1
             return problem, SearchDone(None, (), False)
         left = self.max_searches - self.searches_run
-        await self.tools.prepare_search(arguments, left)
+        keyword_only = await self.tools.prepare_search(arguments, left)
         outcome = self.tools.search(arguments, left, self.max_searches)
+        if keyword_only:
+            outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")
         self.searches_run += outcome.searches
         loaded = tuple(entry.name for entry in [*outcome.found, *outcome.related])
         query = outcome.queries[0] if len(outcome.queries) == 1 else None

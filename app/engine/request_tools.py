@@ -22,6 +22,7 @@ from app.core.catalog import (
 )
 from app.core.model import ChatRequest, Message, Native, ToolSpec
 from app.discovery.cache import DiscoveryCache
+from app.discovery.encode_budget import DEFAULT_QUERY_TOKENS, EncodeBudget
 from app.discovery.manifest import ManifestGroup
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget
 from app.discovery.related import with_related
@@ -57,12 +58,14 @@ class RequestTools:
         max_results: int,
         load_related: int = 0,
         max_queries: int = DEFAULT_MAX_QUERIES,
+        query_tokens: int = DEFAULT_QUERY_TOKENS,
     ) -> None:
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
         self.load_related = load_related  # related tools a search loads per found tool
         self.max_queries = max_queries  # queries one search_tools call runs
+        self.encoding = EncodeBudget(query_tokens)  # query tokens the request's searches may have encoded
         self._initial = [entry.name for entry in entries if discovery is None or not entry.deferred]
         self._loaded = set(self._initial)
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
@@ -144,11 +147,12 @@ class RequestTools:
 
     async def prepare(self, query: Any) -> None:
         """A text's query vector, computed off the event loop, so the search itself stays synchronous."""
-        await prepare_query(self.discovery, query)
+        await prepare_query(self.discovery, query, self.encoding)
 
-    async def prepare_search(self, arguments: Any, left: int | None = None) -> None:
-        """The vectors of every query of a `search_tools` call, in one batch off the event loop."""
-        await prepare_search(self.discovery, arguments, QueryBudget(self.max_queries, left))
+    async def prepare_search(self, arguments: Any, left: int | None = None) -> str | None:
+        """The vectors of every query of a `search_tools` call, in one batch off the event loop, within the
+        request's encoding budget; returns what the result says of queries ranked by keywords alone, or None."""
+        return await prepare_search(self.discovery, arguments, QueryBudget(self.max_queries, left), self.encoding)
 
     def search(
         self, arguments: dict[str, Any], left: int | None = None, per_request: int | None = None
@@ -182,7 +186,12 @@ def prepare_request_tools(
         discovery = None
     settings = config.tool_discovery
     return RequestTools(
-        [*client, *mcp], discovery, settings.max_search_results, settings.load_related, config.max_queries_per_search
+        [*client, *mcp],
+        discovery,
+        settings.max_search_results,
+        settings.load_related,
+        config.max_queries_per_search,
+        settings.semantic.query_tokens_per_request,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import mcp_types
@@ -17,6 +18,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
 from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
+from app.discovery.encode_budget import EncodeBudget
 from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search, run_search
 from app.engine.request_tools import RequestTools, ToolKind
@@ -76,12 +78,12 @@ class LazySearch(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         tools = await self._tools()
-        await tools.prepare_search(arguments)
+        keyword_only = await tools.prepare_search(arguments)
         outcome = tools.search(arguments)
         if tools.found_by_search:
             await self._enable(tools.discovered)
             await get_context().send_notification(mcp_types.ToolListChangedNotification())
-        return ToolResult(content=outcome.text)
+        return ToolResult(content=f"{outcome.text}\n\n{keyword_only}" if keyword_only else outcome.text)
 
 
 class ProxySearch(Tool):
@@ -98,10 +100,14 @@ class ProxySearch(Tool):
         self._discovery, self._limit, self._budget = discovery, limit, QueryBudget(max_queries)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        await prepare_search(self._discovery, arguments, self._budget)
+        semantic = self._discovery.semantic
+        encoding = EncodeBudget(semantic.settings.query_tokens_per_request) if semantic is not None else None
+        keyword_only = await prepare_search(self._discovery, arguments, self._budget, encoding)
         outcome = run_search(
             arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE, budget=self._budget
         )
+        if keyword_only:
+            outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")
         if not outcome.found:
             return ToolResult(content=outcome.text)
         found = [

@@ -98,3 +98,28 @@ async def test_each_query_of_a_search_counts_against_the_request_and_extras_are_
         discovery["tools_discovered"]
     )
     assert (make_config().max_queries_per_search, make_config().max_searches_per_request) == (5, 16)
+
+
+async def test_long_searches_past_the_encoding_budget_are_ranked_by_keywords_and_the_model_is_told(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    from app.discovery.encode_budget import query_cost
+    from tests.unit.discovery.test_encode_budget import RecordingBackend, _long
+
+    backend = RecordingBackend()
+    budget = 2 * query_cost(backend, _long(0), sentence_parts=False) + 1
+    config = make_config(max_tool_calls_per_round=50, max_searches_per_request=20)
+    config.tool_discovery.semantic.query_tokens_per_request = budget
+    client, gateway = await gateway_factory(config)
+    gateway.semantic.backend, gateway.semantic.state = backend, "ready"
+    upstream.script(
+        completion(calls=[("search_tools", {"query": _long(index)}) for index in range(6)]), completion("ok")
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("find everything"))
+    assert response.status_code == 200, response.text
+    results = [r["content"] for r in _results(upstream, 1)]
+    encoded = [text for batch in backend.batches for text in batch if text.startswith("word")]
+    assert encoded == [_long(0), _long(1)], "the budget stopped the encoding"
+    told = ["Ranked by keywords alone, not by meaning" in text for text in results]
+    assert told == [False, False, True, True, True, True]
+    assert f"({budget}, semantic.query_tokens_per_request)" in results[-1]
