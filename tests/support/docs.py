@@ -72,3 +72,11 @@ def bad_markers(path: Path) -> list[int]:
         if line.strip().startswith("<!-- not-run")
         and (not NOT_RUN.match(line.strip()) or number >= len(lines) or not FENCE.match(lines[number]))
     ]
+
+
+def section_blocks(path: Path, heading: str, language: str) -> list[Block]:
+    """The blocks of one language under a `## heading` of a Markdown file (up to the next `## `)."""
+    lines = path.read_text().splitlines()
+    start = lines.index(f"## {heading}") + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return [block for block in blocks(path) if start < block.line <= end and block.language == language]
