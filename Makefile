@@ -54,7 +54,7 @@ tests/node_modules/.installed: tests/package.json tests/package-lock.json
 
 # The newest releases of those programs and of the Python SDKs (openai, anthropic, openai-agents), installed in a
 # temporary folder (never in .venv or tests/node_modules), through the same end-to-end tests; prints a table of
-# client, version, pass or fail (the README lists the versions it last verified). Needs Node.js and npm.
+# client, version, pass or fail (docs/fronts-and-clients.md lists the versions it last verified). Needs Node.js and npm.
 check-clients: install
 	PYTHONPATH=$(CURDIR) $(BIN)/python tests/check_clients.py
 

@@ -4,7 +4,8 @@ Claude Code, Codex CLI and the Vercel AI SDK (`ai`, `@ai-sdk/openai`) are instal
 folder, and the newest `openai`, `anthropic` and `openai-agents` into a temporary virtualenv layered over the
 project's (the gateway and the test tools stay as the project pins them); neither `.venv` nor tests/node_modules is
 touched. The tests that drive each client (found by what they call) run once, and a table says, per client, the
-version tried and whether its tests passed. The README's "Agents and clients verified" is copied from it.
+version tried and whether its tests passed. The table "Agents and clients verified" in docs/fronts-and-clients.md
+is copied from it.
 
 Usage: python tests/check_clients.py [--keep] [pytest options...]
 """

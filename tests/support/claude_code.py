@@ -98,7 +98,8 @@ class ServedGateway:
 
 
 def claude_env(base_url: str, home: Path, model: str, small_model: str) -> dict[str, str]:
-    """The environment the README tells Claude Code users to set, in a throwaway home, and nothing else of ours."""
+    """The environment docs/fronts-and-clients.md tells Claude Code users to set, in a throwaway home, and nothing
+    else of ours."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),

@@ -47,6 +47,13 @@ def node_modules() -> Path:
     return NODE_MODULES
 
 
+def npm_package(package: str) -> Path:
+    """The folder a Node script must run beside to import a pinned npm package (`openai`)."""
+    if not (NODE_MODULES / package / "package.json").exists():
+        _missing(package)
+    return NODE_MODULES
+
+
 def npm_mcp_server(package: str) -> Path:
     """The folder to run `npx --no PACKAGE` in, as a user's npx-style `mcpServers` entry does: the pinned install,
     where npx finds the package without the network."""

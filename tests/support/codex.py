@@ -1,4 +1,4 @@
-"""Codex CLI (`codex exec`, the real program pinned in tests/package.json) pointed at a gateway, as its README
+"""Codex CLI (`codex exec`, the real program pinned in tests/package.json) pointed at a gateway, as the docs'
 settings say: a provider in `$CODEX_HOME/config.toml` speaking the Responses API."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ KEY_VARIABLE = "TOOLSIFT_API_KEY"
 
 
 def codex_config(base_url: str, model: str) -> str:
-    """The config.toml the README gives, for the gateway at `base_url` (its `/v1`)."""
+    """The config.toml docs/fronts-and-clients.md gives, for the gateway at `base_url` (its `/v1`)."""
     return (
         f'model = "{model}"\n'
         'model_provider = "toolsift"\n\n'

@@ -63,6 +63,19 @@ def chat_body(*messages: Any, **extra: Any) -> dict[str, Any]:
     return {"model": "fast", "messages": turns or [{"role": "user", "content": "hi"}], **extra}
 
 
+def demo_config_file(folder: Path) -> Path:
+    """The bundled config.json as `make demo` serves it, written to `folder` with the example servers' paths made
+    absolute; keyword search only, so that results do not depend on how far the background embedding of the tools
+    has got (and the start is quicker)."""
+    config = json.loads((ROOT / "config.json").read_text())
+    for server in config["mcpServers"].values():
+        server["args"] = [str(ROOT / arg) for arg in server["args"]]
+    config["tool_discovery"]["semantic"] = {"enabled": False}
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
 @contextlib.contextmanager
 def served_gateway(config_path: Path, port: int, command: str = "serve") -> Iterator[str]:
     """`toolsift serve` (or `command`) on `config_path` in its own process, as a user runs it; yields its base URL

@@ -1,6 +1,9 @@
 """A new user's path, through the real command line: add a Python MCP server installed into the virtualenv
 (`mcp-server-time`), an npx-style one (`@modelcontextprotocol/server-memory`, pinned in tests/package.json) and
 one with a wrong script path. `toolsift check` names the broken one's cause, and the working ones are searchable.
+
+The entries are the ones docs/add-your-mcp-servers.md shows (the front page links it), so the guide and this test
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -10,13 +13,23 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support import free_port
+from tests.support import ROOT, free_port
 from tests.support.clients import npm_mcp_server
+from tests.support.docs import section_blocks
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+GUIDE = ROOT / "docs" / "add-your-mcp-servers.md"
+
+
+def guide_entry(heading: str, name: str) -> dict[str, Any]:
+    """The `mcpServers` entry `name` of the first config under the guide's `## heading`."""
+    config = json.loads(section_blocks(GUIDE, heading, "json")[0].code)
+    entry: dict[str, Any] = config["mcpServers"][name]
+    return entry
 
 
 @pytest.fixture(scope="module")
@@ -25,19 +38,23 @@ def user_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.fail("mcp-server-time is a dev dependency: `make install` puts it in .venv")
     memory_home = npm_mcp_server("@modelcontextprotocol/server-memory")
     folder = tmp_path_factory.mktemp("new-user")
+    memory = guide_entry("`npx`", "memory")
+    assert memory["command"] == "npx" and memory["args"][0] == "-y"
+    memory |= {
+        "args": ["--no", *memory["args"][1:]],  # never a download: the pinned install, found from its folder
+        "cwd": str(memory_home),
+        "env": {"MEMORY_FILE_PATH": str(folder / "memory.jsonl")},
+        "autoApprove": [],  # pasted from another client, as it was
+    }
+    # deferred as the guide's "Loaded or deferred" part says, so that these small servers are searched
+    how_to_defer = guide_entry("Loaded or deferred: why a small server stays loaded", "time")
+    deferred = {"defer_loading": how_to_defer["defer_loading"]}
     config = {
         "providers": {"openai": {"api_key": "${OPENAI_API_KEY}"}},
         "mcpServers": {
-            "time": {"command": "mcp-server-time", "defer_loading": True},
-            "memory": {
-                "command": "npx",
-                "args": ["--no", "@modelcontextprotocol/server-memory"],
-                "cwd": str(memory_home),
-                "env": {"MEMORY_FILE_PATH": str(folder / "memory.jsonl")},
-                "defer_loading": True,
-                "autoApprove": [],  # pasted from another client, as it was
-            },
-            "mine": {"command": "python", "args": ["servers/my_server.py"]},
+            "time": guide_entry("A Python server in `.venv`", "time") | deferred,
+            "memory": memory | deferred,
+            "mine": guide_entry("Check it", "mine"),
         },
     }
     path = folder / "config.json"

@@ -1,7 +1,7 @@
 """Claude Code itself (`claude -p`, the version pinned in tests/package.json, or the newest under
-`make check-clients`) against a gateway served by uvicorn, with the README's settings, and a scripted upstream
-speaking chat completions or Anthropic's Messages: a prompt runs to the end, a deferred MCP tool of the gateway is
-searched and run server-side, its own Bash tool runs and it carries on with the result, and with
+`make check-clients`) against a gateway served by uvicorn, with the settings docs/fronts-and-clients.md gives, and a
+scripted upstream speaking chat completions or Anthropic's Messages: a prompt runs to the end, a deferred MCP tool of
+the gateway is searched and run server-side, its own Bash tool runs and it carries on with the result, and with
 `auto_defer_client_tools` the upstream gets a fraction of the tool tokens it sent (its MCP tools deferred too)."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`make demo`: the gateway on the bundled config and its real MCP servers, answered by the scripted stand-in model.
 
-The README's quick-start examples are read from README.md and run as they are (curl's body, the Python SDK and
-streaming snippets), so the README cannot promise what the demo does not do.
+The quick-start examples are read from README.md and docs/fronts-and-clients.md and run as they are (curl's body,
+the Python SDK and streaming snippets), so the docs cannot promise what the demo does not do (tests/e2e/docs runs
+every other runnable block).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from app.demo.model import LABEL, respond
 from tests.support import ROOT
 
 README = (ROOT / "README.md").read_text()
-# What each README prompt's answer must contain: the MCP tools' own results for it (the prompts are the README's;
+CLIENTS = (ROOT / "docs" / "fronts-and-clients.md").read_text()
+# What each quick-start prompt's answer must contain: the MCP tools' own results for it (the prompts are the docs';
 # the demo model never sees this table).
 EXPECTED = {
     "Convert 250 USD to EUR and save the result as a note.": ["219.25", "notes__create_note", '"id": "note-'],
@@ -30,17 +32,17 @@ EXPECTED = {
 }
 
 
-def _section(title: str) -> str:
-    start = README.index(f"## {title}")
-    return README[start : README.index("\n## ", start + 1)]
+def _section(title: str, document: str = README) -> str:
+    start = document.index(f"## {title}")
+    return document[start : document.index("\n## ", start + 1)]
 
 
-def _blocks(section: str, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", _section(section), re.DOTALL)
+def _blocks(section: str, language: str, document: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", _section(section, document), re.DOTALL)
 
 
 def readme_prompts() -> list[str]:
-    text = _section("Quick start") + _section("Streaming")
+    text = _section("Quick start") + _section("Chat Completions", CLIENTS) + _section("Streaming", CLIENTS)
     return re.findall(r'"content": "([^"]+)"', text) + re.findall(r'content: "([^"]+)"', text)
 
 
@@ -90,7 +92,7 @@ def test_readme_curl_body_and_python_snippets_run_unchanged(demo: str) -> None:
     assert stats["tools_called"] == ["finance__convert_currency", "notes__create_note"]
 
     sdk = _blocks("Quick start", "python")[0].replace("http://127.0.0.1:8000", demo)
-    streaming = _blocks("Streaming", "python")[0]
+    streaming = _blocks("Streaming", "python", CLIENTS)[0].replace("http://127.0.0.1:8000", demo)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(sdk + "\n" + streaming, {})

@@ -1,6 +1,6 @@
-"""`make demo` answering Claude Code itself, set up as the README's "Claude Code" part says (its `export` lines are
-read from README.md): a prompt that needs a deferred demo tool is searched, run and answered, and a command to run
-goes to Claude Code's own Bash tool, which runs it."""
+"""`make demo` answering Claude Code itself, set up as the docs' "Claude Code" part says (its `export` lines are
+read from docs/fronts-and-clients.md): a prompt that needs a deferred demo tool is searched, run and answered, and
+a command to run goes to Claude Code's own Bash tool, which runs it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from tests.support.claude_code import run_claude
 
 
 def readme_settings(base_url: str) -> dict[str, str]:
-    """The README's environment for Claude Code, pointed at `base_url` instead of the default port."""
-    readme = (ROOT / "README.md").read_text()
+    """The docs' environment for Claude Code, pointed at `base_url` instead of the default port."""
+    readme = (ROOT / "docs" / "fronts-and-clients.md").read_text()
     part = readme[readme.index("**Claude Code.**") :]
     block = re.search(r"```sh\n(.*?)```", part, re.DOTALL)
     assert block is not None

@@ -1,5 +1,6 @@
-"""`make demo` answering Codex CLI itself, set up as the README says: a prompt that needs a deferred demo tool is
-searched, run and answered, and a command to run goes to Codex's own shell tool (`exec_command`), which runs it."""
+"""`make demo` answering Codex CLI itself, set up as docs/fronts-and-clients.md says: a prompt that needs a deferred
+demo tool is searched, run and answered, and a command to run goes to Codex's own shell tool (`exec_command`), which
+runs it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The benches' run records (bench/common.py `record`) and their refusal of a missing data file: a README figure
+"""The benches' run records (bench/common.py `record`) and their refusal of a missing data file: a figure in the docs
 must point at one recorded run of the data it names."""
 
 from __future__ import annotations

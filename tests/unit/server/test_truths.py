@@ -1,6 +1,6 @@
 """What the gateway says about itself is true: a chat refused for a missing key saves no tokens, the Messages front
 reports that refusal as Anthropic would (no retry can fix it), a failed request's log line says why, and the
-endpoints the README calls open without a key are the ones that are."""
+endpoints docs/security.md calls open without a key are the ones that are."""
 
 from __future__ import annotations
 
@@ -67,6 +67,6 @@ async def test_probes_and_the_console_page_answer_without_a_key_as_the_readme_sa
         assert (await client.get(path)).status_code == 200, path
     for path in ("/metrics", "/v1/models", "/admin/servers"):
         assert (await client.get(path)).status_code == 401, path
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "security.md").read_text()
     security = " ".join(readme[readme.index("- **Gateway keys.**") :].split("\n- **", 1)[0].split())
     assert "except the probes `/healthz` and `/readyz`" in security and "the console's page" in security
