@@ -94,8 +94,10 @@ class Span:
             self._span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, redaction.redact(message)[:500]))
 
     def end(self) -> None:
+        """End the span (once: later calls, and attributes set after, are ignored)."""
         if self._span is not None:
             self._span.end()
+            self._span = None
 
     def child(self, name: str, attributes: Attributes, kind: Kind = "internal") -> Span:
         """A span below this one, not made current (safe anywhere, generators included)."""
@@ -217,37 +219,44 @@ if _API:
 
 def setup() -> None:
     """Turn tracing on if the environment asks for it (once per process; each worker process runs it)."""
-    global _configured
+    global _configured, _provider
     if _configured:
         return
     _configured = True
-    if not _API or _flag("OTEL_SDK_DISABLED"):
+    if not _API or _flag(os.environ, "OTEL_SDK_DISABLED"):
         return
     existing = otel_trace.get_tracer_provider()
     if not isinstance(existing, otel_trace.ProxyTracerProvider | otel_trace.NoOpTracerProvider):
         _use_tracer(existing.get_tracer("toolsift", toolsift_version()))  # set up before us: join it
         return
-    names = os.environ.get("OTEL_TRACES_EXPORTER", "").strip()
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if not names and not endpoint:
-        return
-    wanted = [name.strip() for name in (names or "otlp").split(",") if name.strip() and name.strip() != "none"]
+    wanted = wanted_exporters(os.environ)
     if not wanted:
         return
     try:
-        provider = _sdk_provider(wanted)
+        provider = sdk_provider(wanted)
     except ImportError:
         log.warning("traces are asked for (OTEL_*) but the otel extra is not installed: pip install 'toolsift[otel]'")
         return
     if provider is None:
         return
-    global _provider
     _provider = provider
     otel_trace.set_tracer_provider(provider)  # the libraries' own spans (the MCP client's) join the same traces
     _use_tracer(provider.get_tracer("toolsift", toolsift_version()))
 
 
-def _sdk_provider(exporters: list[str]) -> TracerProvider | None:
+def wanted_exporters(environ: Mapping[str, str]) -> list[str]:
+    """The exporters the environment asks for: `OTEL_TRACES_EXPORTER`, or `otlp` when only an OTLP endpoint is
+    set; none without either (the SDK's default of `otlp` to localhost would send spans nobody asked for)."""
+    if _flag(environ, "OTEL_SDK_DISABLED"):
+        return []
+    names = environ.get("OTEL_TRACES_EXPORTER", "").strip()
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not names and not endpoint:
+        return []
+    return [name.strip() for name in (names or "otlp").split(",") if name.strip() and name.strip() != "none"]
+
+
+def sdk_provider(exporters: list[str]) -> TracerProvider | None:
     """The SDK's tracer provider with a batch processor per exporter; each part reads its own `OTEL_*` settings
     (endpoint, headers, timeout, compression, sampler, batch sizes, resource attributes)."""
     from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
@@ -298,5 +307,5 @@ def flush() -> None:
         _provider.force_flush()
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() == "true"
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() == "true"

@@ -14,7 +14,7 @@ from app.config import Config
 from app.core.model import ChatRequest, ResponseMeta, ToolCall, Usage
 from app.discovery.search import SearchOutcome
 from app.engine.caller import Caller
-from app.engine.events import Event, Failed, Finished
+from app.engine.events import Failed, Finished
 from app.errors import GatewayError
 from app.tracing import NOOP, Span
 
@@ -79,8 +79,9 @@ def routed(trace: RequestTrace, config: Config, provider: str) -> RequestTrace:
     return RequestTrace(trace.span, upstream)
 
 
-def observe(trace: RequestTrace, event: Event) -> None:
-    """What the request's last event says of it: its usage and model, or why it failed."""
+def observe(trace: RequestTrace, event: Finished | Failed) -> None:
+    """What the request's last event says of it (its usage and model, or why it failed); the span ends there,
+    whether or not its reader reads on."""
     if not trace.span.recording:
         return
     if isinstance(event, Finished):
@@ -94,9 +95,10 @@ def observe(trace: RequestTrace, event: Event) -> None:
                 "toolsift.tools_called": len(event.discovery.tools_called),
             }
         )
-    elif isinstance(event, Failed):
+    else:
         trace.span.set({"toolsift.rounds": event.discovery.rounds, "toolsift.searches": event.discovery.search_calls})
         failed(trace.span, event.error)
+    trace.span.end()
 
 
 def failed(span: Span, error: BaseException) -> None:
