@@ -8,14 +8,21 @@ identity, and none with what the messages said."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
 
 import anthropic
 import openai
 import pytest
 import uvicorn
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -26,7 +33,7 @@ from app.config import parse_config
 from app.engine.gateway import Gateway
 from app.identity import Identity
 from app.server.app import create_app
-from tests.support import ScriptedUpstream, completion, free_port, load_example
+from tests.support import SERVERS, ScriptedUpstream, completion, free_port, load_example, served_gateway
 from tests.support.mcp import mcp_client, text
 
 KEY = "key-alice"
@@ -234,3 +241,71 @@ async def test_a_refused_request_is_a_failed_request_span(served: tuple[str, InM
     (root,) = await _trace(exporter, "req_no")
     assert not root.status.is_ok and _attributes(root)[tracing.ERROR_TYPE] == "model_not_found"
     assert _attributes(root)[tracing.IDENTITY] == ALICE
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver: each POST /v1/traces, decoded."""
+
+    received: ClassVar[list[ExportTraceServiceRequest]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        if self.headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        type(self).received.append(request)
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+def test_toolsift_serve_exports_over_otlp_when_the_standard_variables_say_so(
+    upstream: ScriptedUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolsift serve` as a user runs it, with OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME only: its
+    spans arrive at the collector over OTLP/HTTP, named for the service."""
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{collector.server_address[1]}")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "team-gateway")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+    config = {
+        "providers": {"up": {"base_url": upstream.base_url, "api_key": "sk-up-secret", "max_retries": 0}},
+        "models": {"fast": {"provider": "up", "model": "gpt-test"}},
+        "mcpServers": {
+            "weather": {"command": sys.executable, "args": [str(SERVERS / "weather.py")], "defer_loading": True}
+        },
+        "tool_discovery": {"semantic": {"enabled": False}},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    upstream.script(completion(calls=[("search_tools", {"query": "weather"})]), completion("Sunny."))
+    try:
+        with served_gateway(tmp_path / "config.json", free_port()) as base:
+            client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
+            reply = client.chat.completions.create(
+                model="fast",
+                messages=[{"role": "user", "content": "weather?"}],
+                extra_headers={"x-request-id": "req_otlp"},
+            )
+            assert reply.choices[0].message.content == "Sunny."
+            names: dict[str, dict[str, Any]] = {}
+            for _ in range(200):
+                names = {
+                    span.name: {kv.key: kv.value for kv in resource.resource.attributes}
+                    for request in _Collector.received
+                    for resource in request.resource_spans
+                    for scope in resource.scope_spans
+                    for span in scope.spans
+                }
+                if "invoke_agent toolsift" in names:
+                    break
+                time.sleep(0.05)
+    finally:
+        collector.shutdown()
+    assert {"invoke_agent toolsift", "chat gpt-test", "execute_tool search_tools"} <= set(names)
+    assert names["invoke_agent toolsift"]["service.name"].string_value == "team-gateway"
