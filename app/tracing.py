@@ -302,9 +302,10 @@ def _use_tracer(tracer: Tracer | None) -> None:
 
 
 def flush() -> None:
-    """Export what is pending (a stopping gateway): spans of its last requests are not lost at exit."""
+    """Export what is pending (a stopping gateway): spans of its last requests are not lost at exit. Bounded, so
+    an unreachable collector delays a shutdown by two seconds at most."""
     if _provider is not None:
-        _provider.force_flush()
+        _provider.force_flush(timeout_millis=2000)
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
