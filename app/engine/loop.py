@@ -28,6 +28,7 @@ from app.core.model import (
     Usage,
 )
 from app.discovery.search import shown_name
+from app.engine import spans
 from app.engine.events import (
     CallRefused,
     ClientToolCall,
@@ -47,6 +48,7 @@ from app.engine.events import (
     SearchDone,
 )
 from app.engine.request_tools import RequestTools, ToolKind
+from app.engine.spans import NO_TRACE, RequestTrace
 from app.engine.turn import Turn
 from app.errors import GatewayError
 from app.mcp.client.connections import McpManager
@@ -73,6 +75,7 @@ class ChatLoop:
     policy: CallPolicy | None = None
     hosted: list[HostedTool] = field(default_factory=list)  # the request's hosted tools the provider serves
     hosted_dropped: tuple[str, ...] = ()  # and those it does not, left out
+    trace: RequestTrace = NO_TRACE  # the request's span: its rounds, searches and MCP calls are spans below it
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -120,6 +123,7 @@ class ChatLoop:
         self._in_round_text = False
         number, started = self.rounds, time.perf_counter()
         unsent = self.tools.unsent_tokens()
+        span = self.trace.round(number, upstream.model, upstream.stream)
         try:
             async with aclosing(self._deltas(upstream)) as deltas:
                 async for delta in deltas:
@@ -140,9 +144,12 @@ class ChatLoop:
                         yield self._content(delta.content, delta.logprobs)
             if not turn.started:  # an upstream that closed the stream without a single chunk
                 raise GatewayError(502, "The upstream closed the stream without any data.", "upstream_error")
-        except GatewayError:
+        except GatewayError as exc:
+            spans.failed(span, exc)
             yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, ok=False)
             raise
+        finally:
+            spans.round_finished(span, turn.meta, turn.usage, turn.finish_reason)
         yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, extra=turn.extra)
 
     async def _deltas(self, upstream: UpstreamRequest) -> AsyncGenerator[Delta, None]:
@@ -203,7 +210,7 @@ class ChatLoop:
                         yield CallRefused(call.name, reason)
                         continue
                     self.tools_called.append(call.name)
-                    task = asyncio.ensure_future(self._call_mcp(entry.server, entry.original_name, arguments))
+                    task = asyncio.ensure_future(self._call_mcp(entry.server, entry.original_name, arguments, call.id))
                     pending[task] = (index, call.name, entry.server)
                     yield McpCallStarted(call.name, entry.server)
                 else:
@@ -240,24 +247,35 @@ class ChatLoop:
             )
         return None
 
-    async def _call_mcp(self, server: str, tool: str, arguments: JsonObject) -> tuple[str, bool, float]:
+    async def _call_mcp(self, server: str, tool: str, arguments: JsonObject, call_id: str) -> tuple[str, bool, float]:
         started = time.perf_counter()
-        text, failed = await self.mcp.call_tool(server, tool, arguments)
+        with self.trace.span.current():  # its own task: the MCP client's span goes below the request's
+            text, failed = await self.mcp.call_tool(server, tool, arguments, call_id=call_id)
         return text, failed, time.perf_counter() - started
 
     async def _search(self, call: ToolCall) -> tuple[str, SearchDone]:
         """Run a search: each of its queries counts against the request's searches, and those past what is left
         are named in its result, not run. Their vectors are computed first, in one batch off the event loop."""
+        span = self.trace.search(call)
         arguments, problem = parse_arguments(call)
         if problem:
             self.tools.search_calls += 1
             self.searches_run += 1
+            spans.searched(span, None)
+            span.end()
             return problem, SearchDone(None, (), False)
         left = self.max_searches - self.searches_run
-        keyword_only = await self.tools.prepare_search(arguments, left)
-        outcome = self.tools.search(arguments, left, self.max_searches)
+        try:
+            keyword_only = await self.tools.prepare_search(arguments, left)
+            outcome = self.tools.search(arguments, left, self.max_searches)
+        except BaseException as exc:
+            spans.failed(span, exc)
+            span.end()
+            raise
         if keyword_only:
             outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")
+        spans.searched(span, outcome)
+        span.end()
         self.searches_run += outcome.searches
         loaded = tuple(entry.name for entry in [*outcome.found, *outcome.related])
         query = outcome.queries[0] if len(outcome.queries) == 1 else None

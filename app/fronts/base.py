@@ -39,6 +39,7 @@ class Call:
 
 
 class Front(Protocol):
+    name: str  # the API it serves, as traces name it (`chat_completions`, `messages`, `responses`)
     keepalive: str  # what a stream writes while it has nothing to say (a KeepAlive event, rendered)
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:

@@ -139,6 +139,7 @@ class ChatStream:
 class ChatCompletionsFront:
     """`POST /v1/chat/completions`."""
 
+    name = "chat_completions"
     keepalive = KEEPALIVE
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:

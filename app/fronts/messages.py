@@ -62,6 +62,7 @@ def count_json(payload: JsonObject) -> JsonObject:
 class MessagesFront:
     """`POST /v1/messages` (and `count_tokens`)."""
 
+    name = "messages"
     keepalive = PING
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:

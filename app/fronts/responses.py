@@ -55,6 +55,7 @@ def answer_output(answer: Answer, state: ResponseCall) -> list[JsonObject]:
 class ResponsesFront:
     """`POST /v1/responses`; stored responses for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}`."""
 
+    name = "responses"
     keepalive = KEEPALIVE
 
     def __init__(self, store: ResponseStore) -> None:

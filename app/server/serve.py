@@ -58,7 +58,8 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
         chat = call.request = await front.prepare(chat, call)
         facts["model"] = chat.model
-        caller = Caller(identity, request_id, headers.get("x-session-id"), _client_upstream_key(headers, gateway))
+        upstream_key = _client_upstream_key(headers, gateway)
+        caller = Caller(identity, request_id, headers.get("x-session-id"), upstream_key, front=front.name)
         events = record.observe(gateway.run(chat, caller))  # routed, tools built and run as it is read
         if chat.stream:
             facts["stream"] = True

@@ -27,7 +27,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.providers import Provider
 from fastmcp.tools.base import Tool, ToolResult
 
-from app import toolsift_version
+from app import toolsift_version, tracing
 from app.core.catalog import select_mcp_tools
 from app.discovery.manifest import search_tool_definition
 from app.discovery.search import Discovery
@@ -37,6 +37,7 @@ from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
 from app.fronts.mcp.redacting import RedactedResults
 from app.fronts.mcp.tasks import RunTask
 from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
+from app.logs import REQUEST_ID
 
 Mode = Literal["lazy", "proxy", "full"]
 
@@ -175,7 +176,10 @@ class ClientMiddleware(Middleware):
                     await session.send_notification(mcp_types.ToolListChangedNotification())
                 view.seen = fingerprint
                 await self.front.clients.put(client, view)
-        return await call_next(context)
+        if not tracing.enabled() or session is None or context.method != "tools/call":
+            return await call_next(context)
+        with tracing.caller_scope(tracing.caller_attributes(calling_client(None)[0].id, REQUEST_ID.get(), "mcp")):
+            return await call_next(context)  # a tool call's spans (a search, an MCP call, a task) carry its caller
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         tools = await call_next(context)

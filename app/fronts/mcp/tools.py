@@ -17,11 +17,13 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
+from app import tracing
 from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
 from app.discovery.encode_budget import EncodeBudget
 from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search, run_search
 from app.engine.request_tools import RequestTools, ToolKind
+from app.engine.spans import search_attributes, searched
 from app.mcp.client.connections import McpManager
 from app.offload import off_loop
 from app.redaction import redact
@@ -78,8 +80,10 @@ class LazySearch(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         tools = await self._tools()
-        keyword_only = await tools.prepare_search(arguments)
-        outcome = tools.search(arguments)
+        with tracing.span(f"execute_tool {SEARCH_TOOL_NAME}", search_attributes()) as span:
+            keyword_only = await tools.prepare_search(arguments)
+            outcome = tools.search(arguments)
+            searched(span, outcome)
         if tools.found_by_search:
             await self._enable(tools.discovered)
             await get_context().send_notification(mcp_types.ToolListChangedNotification())
@@ -102,12 +106,14 @@ class ProxySearch(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         semantic = self._discovery.semantic
         encoding = EncodeBudget(semantic.settings.query_tokens_per_request) if semantic is not None else None
-        keyword_only = await prepare_search(self._discovery, arguments, self._budget, encoding)
-        outcome = run_search(
-            arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE, budget=self._budget
-        )
-        if keyword_only:
-            outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")
+        with tracing.span(f"execute_tool {SEARCH_TOOL_NAME}", search_attributes()) as span:
+            keyword_only = await prepare_search(self._discovery, arguments, self._budget, encoding)
+            outcome = run_search(
+                arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE, budget=self._budget
+            )
+            if keyword_only:
+                outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")
+            searched(span, outcome)
         if not outcome.found:
             return ToolResult(content=outcome.text)
         found = [

@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types
 from fastmcp import Client
 
+from app import tracing
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.mcp.client.catalog import build_catalog, unknown_always_load
@@ -346,27 +347,36 @@ class McpManager:
             self._rebuilding.cancel()
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
 
-    async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call_raw(
+        self, server: str, tool: str, arguments: dict[str, Any], *, call_id: str = ""
+    ) -> mcp_types.CallToolResult:
         """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text).
-        Every call that reaches a server is timed here, once, for the metrics."""
-        connection = self.connections.get(server)
-        if connection is None:
-            raise ServerUnavailable(f"unknown MCP server '{server}'")
-        started = time.perf_counter()
-        failed = True
-        try:
-            result = redacted(await connection.call(tool, arguments))
-            failed = bool(result.is_error)
-            return result
-        finally:
-            if self._on_call is not None:
-                self._on_call(server, time.perf_counter() - started, failed)
+        Every call that reaches a server is timed here, once, for the metrics, and traced: its span is current while
+        it runs, so the MCP client's own span and the trace context sent to the server go below it."""
+        attributes = {tracing.OPERATION: "execute_tool", tracing.TOOL_NAME: tool, tracing.TOOL_CALL_ID: call_id or None}
+        with tracing.span(f"execute_tool {tool}", {**attributes, tracing.MCP_SERVER: server}, "client") as span:
+            connection = self.connections.get(server)
+            if connection is None:
+                raise ServerUnavailable(f"unknown MCP server '{server}'")
+            started = time.perf_counter()
+            failed = True
+            try:
+                result = redacted(await connection.call(tool, arguments))
+                failed = bool(result.is_error)
+                if failed:
+                    span.fail("tool_error", "the tool reported an error")
+                return result
+            finally:
+                if self._on_call is not None:
+                    self._on_call(server, time.perf_counter() - started, failed)
 
-    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+    async def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], *, call_id: str = ""
+    ) -> tuple[str, bool]:
         """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
         limit = self.config.tool_result_max_chars
         try:
-            result = await self.call_raw(server, tool, arguments)
+            result = await self.call_raw(server, tool, arguments, call_id=call_id)
         except ServerUnavailable as exc:
             message = str(exc)
         except Exception as exc:  # transport and protocol errors go back to the model as text
