@@ -1,4 +1,5 @@
-"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, `"*"` origins.
+"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, an identity's
+tool set, `"*"` origins.
 
 They read plain decoded JSON, so they run on a document whose other sections are still wrong: every problem of a
 config is reported in one pass, a misspelt provider beside a misspelt key, never one after the other is fixed.
@@ -44,6 +45,14 @@ def reference_problems(doc: dict[str, Any]) -> list[str]:
         if server not in servers:
             problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(servers)}")
     origins, auth = doc.get("cors_origins"), _section(doc.get("auth"))
+    keys = auth.get("api_keys")
+    for index, entry in enumerate(keys if isinstance(keys, list) else []):
+        tool_set = entry.get("tool_set") if isinstance(entry, dict) else None
+        if isinstance(tool_set, str) and tool_set not in _section(doc.get("tool_sets")):
+            problems.append(
+                f"auth.api_keys[{index}].tool_set: unknown tool set {tool_set!r}; tool sets are "
+                f"{_names(_keys(doc.get('tool_sets')))}"
+            )
     if isinstance(origins, list) and "*" in origins and not auth.get("api_keys"):
         problems.append(OPEN_CORS)
     return problems

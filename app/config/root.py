@@ -84,7 +84,11 @@ class Config(Strict):
                 "tool_sets": {name: {"servers": tool_set.servers} for name, tool_set in self.tool_sets.items()},
                 "tool_hints": self.tool_hints,
                 "cors_origins": self.cors_origins,
-                "auth": {"api_keys": self.auth.api_keys},
+                "auth": {
+                    "api_keys": [
+                        entry if isinstance(entry, str) else entry.model_dump() for entry in self.auth.api_keys
+                    ]
+                },
             }
         )
         if problems:

@@ -15,10 +15,11 @@ from typing import Any
 
 from app import redaction
 from app.config import Config
-from app.core.catalog import Catalog, select_mcp_tools
+from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
+from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
@@ -30,6 +31,7 @@ from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
 from app.errors import RequestRefused
+from app.identity import Identities
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
@@ -52,6 +54,7 @@ class Gateway:
         # rebuild built is moved out of those scans; it is still freed when nothing refers to it.
         self.freeze_heap = False
         self._secrets = guard_secrets(config.secrets())
+        self.identities = Identities(config.auth)  # who each gateway key is, and what it may reach
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
@@ -111,12 +114,14 @@ class Gateway:
         any event; what fails later is a `Failed` event. `policy` may refuse tool calls; `max_rounds` overrides the
         config's."""
         config = self.config
+        check_model(caller.identity, request.model)
+        scope = tool_scope(caller.identity, request.tool_set, self.mcp.catalog, config)
         if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
             redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
         route = self.router.route(request.model, caller.upstream_key)
         hosted, dropped = hosted_tools(request, route.provider, config)
         session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-        tools = await self.request_tools(request, session)
+        tools = await self.request_tools(request, session, scope)
         loop = ChatLoop(
             route,
             tools,
@@ -145,6 +150,8 @@ class Gateway:
         if session is not None:
             await self.sessions.remember(session, tools.discovered)
 
-    async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
+    async def request_tools(
+        self, request: ChatRequest, session: SessionKey | None, scope: ToolScope | None = None
+    ) -> RequestTools:
         remembered = await self.sessions.tools(session) if session is not None else []
-        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered)
+        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope)

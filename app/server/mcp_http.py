@@ -10,7 +10,6 @@ gateway keys, HTTP errors); the MCP front itself is app/fronts/mcp/.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -19,11 +18,13 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import Receive, Scope, Send
 
-from app.core.catalog import unknown_tool_set
+from app.core.catalog import ToolScope, narrowed, unknown_tool_set
+from app.engine.access import tool_scope
 from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.mcp.server import McpFront, Mode
-from app.server.auth import identify
+from app.identity import Identities, identity_of
+from app.server.edge import refuse
 from app.server.routes import MCP
 
 PATH = MCP.prefix
@@ -37,12 +38,12 @@ class GatewayKeyVerifier(TokenVerifier):
     """A gateway key is the MCP client's identity (the same `Identity` the key middleware records), never the key
     itself; the MCP library binds each handshake-era session to it, so a session id works with its own key only."""
 
-    def __init__(self, keys: list[str]) -> None:
+    def __init__(self, identities: Identities) -> None:
         super().__init__()
-        self.keys = [key.encode() for key in keys if key]
+        self.identities = identities
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        identity = identify(token.encode(), self.keys)
+        identity = self.identities.identify(token.encode())
         return AccessToken(token=token, client_id=identity.id, scopes=[]) if identity is not None else None
 
 
@@ -50,16 +51,21 @@ class HttpFront:
     """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
 
     def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
         config = self.config = gateway.config
-        keys = config.auth.api_keys
-        mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
+        identities = gateway.identities
+        mode: Mode = config.mcp_front.mode if identities or config.mcp_front.mode != "lazy" else "proxy"
         note = NO_IDENTITY_NOTE if mode != config.mcp_front.mode else ""
+        # One front per tool set, and per (identity's tool set, asked tool set) pair an identity can make: what a
+        # caller is served never depends on which front it asked for, only on what it may see.
+        owns = [None, *dict.fromkeys(identity.tool_set for identity in identities.named() if identity.tool_set)]
+        scopes = dict.fromkeys(narrowed(own, asked) for own in owns for asked in [None, *config.tool_sets])
         self.fronts = {
-            name: McpFront(gateway, mode, name, note, GatewayKeyVerifier(keys) if keys else None)
-            for name in [None, *config.tool_sets]
+            scope: McpFront(gateway, mode, scope, note, GatewayKeyVerifier(identities) if identities else None)
+            for scope in scopes
         }
-        self.apps: dict[str | None, Any] = {
-            name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
+        self.apps: dict[ToolScope, Any] = {
+            scope: front.server.http_app(path=PATH) for scope, front in self.fronts.items()
         }
 
     @asynccontextmanager
@@ -72,16 +78,13 @@ class HttpFront:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = parse_qs((scope.get("query_string") or b"").decode())
         tool_set = (query.get("tool_set") or [None])[0]
-        app = self.apps.get(tool_set)
-        if app is None:
-            await _error(send, unknown_tool_set(tool_set, self.config).as_gateway_error())
+        identity = identity_of(scope)
+        try:
+            if tool_set is not None and tool_set not in self.config.tool_sets:
+                raise unknown_tool_set(tool_set, self.config).as_gateway_error()
+            served = tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)
+            app = self.apps[served]
+        except GatewayError as exc:
+            await refuse(scope, send, exc.status, exc.message, exc.code or "refused")
             return
         await app(scope, receive, send)
-
-
-async def _error(send: Send, error: GatewayError) -> None:
-    body = json.dumps(error.body()).encode()
-    await send(
-        {"type": "http.response.start", "status": error.status, "headers": [(b"content-type", b"application/json")]}
-    )
-    await send({"type": "http.response.body", "body": body})

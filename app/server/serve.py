@@ -192,7 +192,7 @@ def _stream(
 def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:
     """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
     `Authorization` when that header is not already the gateway key."""
-    names = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
+    names = ["x-upstream-authorization"] + ([] if gateway.identities else ["authorization"])
     for header in names:
         scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
