@@ -83,6 +83,14 @@ class Identities:
         """The identity an id names (an MCP access token carries the id only); an unknown id has no rights."""
         return self._by_id.get(identity_id) or (ANONYMOUS if identity_id == ANONYMOUS.id else Identity(identity_id))
 
+    def stored_bytes(self) -> dict[str, int]:
+        """Each identity's own bound in the stores, where its config sets one."""
+        return {
+            identity.id: identity.limits.stored_bytes
+            for _, identity in self._keys
+            if identity.limits.stored_bytes is not None
+        }
+
     def named(self) -> list[Identity]:
         return [identity for _, identity in self._keys if identity.named]
 

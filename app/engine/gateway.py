@@ -23,6 +23,7 @@ from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
+from app.engine.limits import Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
@@ -66,8 +67,9 @@ class Gateway:
         )
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
-        self.sessions = session_store(config.sessions)
-        self.responses = response_store(config.responses_store, config.sessions.redis_url)
+        self.sessions = session_store(config.sessions, self.identities)
+        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
+        self.limits = Limiter(limits_store(config.sessions.redis_url), self.metrics, config.request_deadline + 60)
 
     async def start(self) -> None:
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
@@ -98,6 +100,7 @@ class Gateway:
         await self.router.aclose()
         await self.sessions.aclose()
         await self.responses.aclose()
+        await self.limits.aclose()
         redaction.unregister(self._secrets)
 
     async def run(
@@ -121,30 +124,37 @@ class Gateway:
         route = self.router.route(request.model, caller.upstream_key)
         hosted, dropped = hosted_tools(request, route.provider, config)
         session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-        tools = await self.request_tools(request, session, scope)
-        loop = ChatLoop(
-            route,
-            tools,
-            self.mcp,
-            max_rounds or config.max_rounds,
-            config.max_tool_calls_per_round,
-            config.max_searches_per_request,
-            policy=policy,
-            hosted=hosted,
-            hosted_dropped=dropped,
-        )
-        yield Routed(route.provider.name, route.model)
-        remembered = False
+        admission = None if caller.admitted else await self.limits.admit(caller.identity)  # 429 before any event
         try:
-            async with aclosing(loop.events(request)) as events:
-                async for event in events:
-                    if isinstance(event, Finished | Failed) and not remembered:
-                        remembered = True  # before the last event: its reader may stop there
-                        await self._remember(session, tools)
-                    yield event
+            tools = await self.request_tools(request, session, scope)
+            loop = ChatLoop(
+                route,
+                tools,
+                self.mcp,
+                max_rounds or config.max_rounds,
+                config.max_tool_calls_per_round,
+                config.max_searches_per_request,
+                policy=policy,
+                hosted=hosted,
+                hosted_dropped=dropped,
+            )
+            yield Routed(route.provider.name, route.model)
+            remembered = False
+            try:
+                async with aclosing(loop.events(request)) as events:
+                    async for event in events:
+                        if isinstance(event, Finished | Failed) and not remembered:
+                            remembered = True  # before the last event: its reader may stop there
+                            await self._remember(session, tools)
+                            if isinstance(event, Finished) and event.usage is not None:
+                                await self.limits.spend(caller.identity, event.usage.total_tokens)
+                        yield event
+            finally:
+                if not remembered:  # the client left mid-way: what was found still counts
+                    await self._remember(session, tools)
         finally:
-            if not remembered:  # the client left mid-way: what was found still counts
-                await self._remember(session, tools)
+            if admission is not None:
+                await admission.release()
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from fastmcp.server.auth import AccessToken, TokenVerifier
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.core.catalog import ToolScope, narrowed, unknown_tool_set
 from app.engine.access import tool_scope
@@ -24,7 +24,7 @@ from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.mcp.server import McpFront, Mode
 from app.identity import Identities, identity_of
-from app.server.edge import refuse
+from app.server.edge import refuse_error
 from app.server.routes import MCP
 
 PATH = MCP.prefix
@@ -79,12 +79,48 @@ class HttpFront:
         query = parse_qs((scope.get("query_string") or b"").decode())
         tool_set = (query.get("tool_set") or [None])[0]
         identity = identity_of(scope)
+        admission = None
         try:
             if tool_set is not None and tool_set not in self.config.tool_sets:
                 raise unknown_tool_set(tool_set, self.config).as_gateway_error()
-            served = tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)
-            app = self.apps[served]
+            app = self.apps[tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)]
+            _check_length(scope, self.config.max_request_bytes)
+            if scope["method"] == "POST":  # a JSON-RPC message; a GET is a stream that waits for them
+                admission = await self.gateway.limits.admit(identity)
         except GatewayError as exc:
-            await refuse(scope, send, exc.status, exc.message, exc.code or "refused")
+            await refuse_error(scope, send, exc)
             return
-        await app(scope, receive, send)
+        try:
+            await app(scope, _limited(receive, self.config.max_request_bytes), send)
+        finally:
+            if admission is not None:
+                await admission.release()
+
+
+def _check_length(scope: Scope, limit: int) -> None:
+    declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"Request body is larger than the gateway's limit of {limit:,} bytes.", code="payload_too_large"
+    )
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """The body as it arrives, cut off past `limit` bytes (a body sent without a length): the front sees the
+    client gone and answers nothing more."""
+    size = 0
+
+    async def limited() -> Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                return {"type": "http.disconnect"}
+        return message
+
+    return limited

@@ -52,7 +52,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     config = gateway.config
     identity = identity_of(request.scope)
     call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools), headers=headers)
-    facts: dict[str, Any] = {"model": None, "provider": None}
+    facts: dict[str, Any] = {"identity": identity.id, "model": None, "provider": None}
     record = RequestRecord()
     try:
         chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
@@ -76,7 +76,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         response = JSONResponse(front.error(_failed(facts, exc.as_gateway_error())), 400)
     except GatewayError as exc:
         exc = answered_error(front, exc)
-        response = JSONResponse(front.error(_failed(facts, exc)), exc.status)
+        response = JSONResponse(front.error(_failed(facts, exc)), exc.status, headers=exc.headers())
     except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
         response = JSONResponse(front.error(GatewayError(499, "The client disconnected.")), 499)
     except Exception:
@@ -231,6 +231,9 @@ def _log_request(
     metrics = gateway.metrics
     facts["provider"] = record.provider
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
+    metrics.identity_requests.labels(facts["identity"], str(status)).inc()
+    if record.usage is not None:
+        metrics.identity_tokens.labels(facts["identity"]).inc(record.usage.total_tokens)
     fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
     stats = record.discovery
     if stats is not None:
