@@ -88,9 +88,7 @@ def test_chat_completions_serve_each_identity_its_own_tools(gateway: str, upstre
     assert sorted(upstream.tool_names(0)) == sorted([*WEATHER, "search_tools"]), "a plain key sees everything"
 
 
-def test_a_request_narrows_its_identitys_tool_set_and_never_widens_it(
-    gateway: str, upstream: ScriptedUpstream
-) -> None:
+def test_a_request_narrows_its_identitys_tool_set_and_never_widens_it(gateway: str, upstream: ScriptedUpstream) -> None:
     upstream.script(completion("narrowed"))
     alice = _openai(gateway, "gw-alice")
     alice.chat.completions.create(
