@@ -33,7 +33,7 @@ class IdentityLimits(Strict):
 
 class IdentityConfig(Strict):
     name: str = Field(pattern=NAME_PATTERN, description="letters, digits, '_', '.', '-'; starts with a letter")
-    key: str = Field(min_length=1)
+    key: str = Field(description="an unset ${VAR} here stops start-up, as for every gateway key")
     tool_set: str | None = Field(None, description="the only tools it sees, on every front; a request narrows it")
     models: list[str] | None = Field(None, description="the only models it may ask for (aliases or upstream names)")
     limits: IdentityLimits = Field(default_factory=lambda: IdentityLimits())
