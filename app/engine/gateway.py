@@ -137,6 +137,7 @@ class Gateway:
                 policy=policy,
                 hosted=hosted,
                 hosted_dropped=dropped,
+                identity=caller.identity,
             )
             yield Routed(route.provider.name, route.model)
             remembered = False

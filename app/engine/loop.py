@@ -49,6 +49,7 @@ from app.engine.events import (
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.turn import Turn
 from app.errors import GatewayError
+from app.identity import ANONYMOUS, Identity
 from app.mcp.client.connections import McpManager
 from app.mcp.client.results import truncate
 from app.providers import Route
@@ -73,6 +74,7 @@ class ChatLoop:
     policy: CallPolicy | None = None
     hosted: list[HostedTool] = field(default_factory=list)  # the request's hosted tools the provider serves
     hosted_dropped: tuple[str, ...] = ()  # and those it does not, left out
+    identity: Identity = ANONYMOUS  # whose credentials a server that acts as each caller uses
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -242,7 +244,7 @@ class ChatLoop:
 
     async def _call_mcp(self, server: str, tool: str, arguments: JsonObject) -> tuple[str, bool, float]:
         started = time.perf_counter()
-        text, failed = await self.mcp.call_tool(server, tool, arguments)
+        text, failed = await self.mcp.call_tool(server, tool, arguments, self.identity)
         return text, failed, time.perf_counter() - started
 
     async def _search(self, call: ToolCall) -> tuple[str, SearchDone]:

@@ -114,19 +114,19 @@ class McpFront:
         self._served = served  # the tools below read the discovery through it
         tools: list[Tool]
         if self.mode == "full" or discovery is None:
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
         elif self.mode == "lazy":
             search = discovery.definition["function"]
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
             tools.append(LazySearch(search, self._calling_client_tools, self._enable))
             served.deferred = {entry.name for entry in entries if entry.deferred}
         else:
             definition = search_tool_definition(discovery.groups, discovery.manifest, PROXY_CALLABLE_AFTER, self.note)
             function = definition["function"]
             limit, queries = gateway.config.tool_discovery.max_search_results, gateway.config.max_queries_per_search
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries if not entry.deferred]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries if not entry.deferred]
             tools.append(ProxySearch(function["description"], function["parameters"], discovery, limit, queries))
-            tools.append(ProxyCall(self._request_tools(), gateway.mcp))
+            tools.append(ProxyCall(self._request_tools(), gateway.mcp, self._caller))
         if gateway.tasks is not None:
             tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set, gateway.identities))
         served.tools = {tool.name: tool for tool in tools}
@@ -136,6 +136,9 @@ class McpFront:
 
     def calling_client(self) -> tuple[Identity, str]:
         return calling_client(self.tool_set, self.gateway.identities)
+
+    def _caller(self) -> Identity:
+        return self.calling_client()[0]
 
     async def _calling_client_tools(self) -> RequestTools:
         return self.client_tools(await self.clients.get(self.calling_client()))

@@ -20,10 +20,12 @@ from fastmcp import Client
 
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
+from app.identity import ANONYMOUS, Identity
 from app.mcp.client.catalog import build_catalog, unknown_always_load
+from app.mcp.client.identities import connect_all
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
-from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
+from app.mcp.client.signals import ListChanged, ServerUnavailable, connection_gone, describe_exception, ping
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
@@ -44,10 +46,6 @@ RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
 LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
 LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
-
-
-class ServerUnavailable(Exception):
-    """The server is not connected; the message says why."""
 
 
 class ServerConnection:
@@ -282,10 +280,7 @@ class McpManager:
         # never finds a catalog whose discovery is still to build.
         self.preparers: list[Callable[[Catalog], None]] = []
         self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
-        self.connections = {
-            name: ServerConnection(name, server, config, self._changed, (targets or {}).get(name))
-            for name, server in config.mcp_servers.items()
-        }
+        self.connections, self.per_identity = connect_all(config, targets or {}, self._changed, ServerConnection)
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
         self.started_at = time.monotonic()
@@ -345,28 +340,39 @@ class McpManager:
         if self._rebuilding is not None:
             self._rebuilding.cancel()
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
+        await asyncio.gather(*(pool.stop() for pool in self.per_identity.values()))
 
-    async def call_raw(self, server: str, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text).
-        Every call that reaches a server is timed here, once, for the metrics."""
+    async def call_raw(
+        self, server: str, tool: str, arguments: dict[str, Any], identity: Identity = ANONYMOUS
+    ) -> mcp_types.CallToolResult:
+        """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text),
+        on `identity`'s own connection for a server that acts as each caller. Every call that reaches a server is
+        timed here, once, for the metrics."""
         connection = self.connections.get(server)
         if connection is None:
             raise ServerUnavailable(f"unknown MCP server '{server}'")
         started = time.perf_counter()
         failed = True
         try:
-            result = redacted(await connection.call(tool, arguments))
+            pool = self.per_identity.get(server)
+            if pool is None:
+                result = redacted(await connection.call(tool, arguments))
+            else:
+                async with pool.use(identity) as own:
+                    result = redacted(await own.call(tool, arguments))
             failed = bool(result.is_error)
             return result
         finally:
             if self._on_call is not None:
                 self._on_call(server, time.perf_counter() - started, failed)
 
-    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
+    async def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], identity: Identity = ANONYMOUS
+    ) -> tuple[str, bool]:
+        """Run one tool as `identity`; return the result text and whether it failed. Failures become text."""
         limit = self.config.tool_result_max_chars
         try:
-            result = await self.call_raw(server, tool, arguments)
+            result = await self.call_raw(server, tool, arguments, identity)
         except ServerUnavailable as exc:
             message = str(exc)
         except Exception as exc:  # transport and protocol errors go back to the model as text
@@ -392,6 +398,7 @@ class McpManager:
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
+                **({"identities": self.per_identity[name].opened()} if name in self.per_identity else {}),
                 # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
                 **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }
