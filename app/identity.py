@@ -80,7 +80,8 @@ class Identities:
         return found
 
     def get(self, identity_id: str) -> Identity:
-        """The identity an id names (an MCP access token carries the id only); an unknown id has no rights."""
+        """The identity an id names (an MCP access token carries the id only, and only ids the key check issued
+        reach here); `anonymous` is the caller without keys."""
         return self._by_id.get(identity_id) or (ANONYMOUS if identity_id == ANONYMOUS.id else Identity(identity_id))
 
     def stored_bytes(self) -> dict[str, int]:
