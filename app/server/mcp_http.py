@@ -4,8 +4,9 @@ MCP's 2026-07-28 protocol is sessionless over HTTP, so "this session" needs a cl
 key is it (its `Identity`, as for chat sessions). Each key's searches enable tools for that key only, and on
 handshake-era protocols for that key's MCP session only; with no gateway keys configured there is no identity,
 so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
-set's tools only; one front per tool set, built when the gateway starts. This is the edge's part (the path, the
-gateway keys, HTTP errors); the MCP front itself is app/fronts/mcp/.
+set's tools only, narrowed to the caller identity's own tool set; one front per such scope, built when the
+gateway starts. This is the edge's part (the path, the gateway keys, the identity's tool set and limits, HTTP
+errors, each a JSON-RPC error); the MCP front itself is app/fronts/mcp/.
 """
 
 from __future__ import annotations
