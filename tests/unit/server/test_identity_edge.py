@@ -57,3 +57,13 @@ async def test_every_refusal_on_mcp_is_a_json_rpc_error(gateway_factory: Any) ->
     ]:
         body = response.json()
         assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32600 and body["error"]["data"]["code"] == code
+
+
+async def test_the_models_list_shows_an_identity_its_own_models(gateway_factory: Any) -> None:
+    models = {"fast": {"provider": "up", "model": "a"}, "smart": {"provider": "up", "model": "b"}}
+    keys = [{"name": "alice", "key": "gw-alice", "models": ["fast"]}, "gw-plain"]
+    client, _ = await gateway_factory(make_config(auth={"api_keys": keys}, models=models))
+    listed = await client.get("/v1/models", headers={"authorization": "Bearer gw-alice"})
+    assert [model["id"] for model in listed.json()["data"]] == ["fast"]
+    everything = await client.get("/v1/models", headers={"authorization": "Bearer gw-plain"})
+    assert [model["id"] for model in everything.json()["data"]] == ["fast", "smart"]
