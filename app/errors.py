@@ -41,6 +41,12 @@ class GatewayError(Exception):
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.type, self.param, self.code)
 
+    def headers(self) -> dict[str, str]:
+        """`Retry-After` on a 429 that says how long to wait (an identity's limit, or the upstream's own)."""
+        if self.status == 429 and self.retry_after is not None:
+            return {"retry-after": str(max(1, round(self.retry_after)))}
+        return {}
+
 
 def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     """The error as the client sees it; configured secrets are redacted here, where error text leaves the gateway

@@ -29,7 +29,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         log.info("config: %s", note)
     for warning in config_warnings(config):  # what `toolsift check` prints
         log.warning("config %s", warning)
-    if not config.auth.api_keys and args.host not in LOOPBACK:
+    if not config.auth.gateway_keys() and args.host not in LOOPBACK:
         log.warning(
             "SECURITY: listening on %s without gateway keys: anyone who can reach this port can use your upstream "
             "keys and MCP servers. Set auth.api_keys in the config.",

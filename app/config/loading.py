@@ -49,8 +49,10 @@ def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path
         # The references are checked on the document too: a wrong provider shows beside a misspelt key.
         problems = list(dict.fromkeys(describe(exc, Config) + reference_problems(expanded)))
         raise ConfigError(problems, unset_warnings(unset)) from None
-    unset_keys = [
-        f"{path}: environment variable {name} is not set" for path, name in unset.items() if path.startswith("auth.")
+    unset_keys = [  # an identity's secret is its MCP credential, not a key: unset, it is a warning
+        f"{path}: environment variable {name} is not set"
+        for path, name in unset.items()
+        if path.startswith("auth.") and ".secrets." not in path
     ]
     if unset_keys:
         raise ConfigError(unset_keys)  # an empty gateway key would silently open the gateway
@@ -93,6 +95,8 @@ def _consequence(path: str) -> str:
         return f"; server '{parts[1]}' gets {parts[3]} empty"
     if parts[0] == "mcpServers" and len(parts) > 3 and parts[2] == "headers":
         return f"; server '{parts[1]}' gets its {parts[3]} header without it"
+    if parts[0] == "auth" and len(parts) > 3 and parts[2] == "secrets":
+        return f"; servers that reference ${{identity.{parts[3]}}} get it empty for this identity"
     if parts[0] == "providers" and parts[-1] == "api_key":
         return f"; calls to provider '{parts[1]}' fail until it is set"
     return "; the value is empty"

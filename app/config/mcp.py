@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
+from app.config.identities import secret_names
 from app.config.pasted import normalize
 
 
@@ -35,6 +36,16 @@ class McpServerConfig(Strict):
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
     tool_timeout: float | None = Field(None, gt=0)
+    # With `${identity.NAME}` in `headers` or `env`: one connection (or process) per identity that calls it.
+    list_as: str | None = Field(None, description="the identity whose connection lists the tools")
+    identity_idle_seconds: float = Field(600.0, gt=0, description="an identity's connection idle this long closes")
+    max_identity_connections: int = Field(64, ge=1, description="identities' connections open at once, per process")
+
+    @property
+    def identity_secrets(self) -> list[str]:
+        """The identity secrets its headers and env reference (`${identity.NAME}`), in order."""
+        values = [*self.headers.values(), *self.env.values()]
+        return list(dict.fromkeys(name for value in values for name in secret_names(value)))
 
     @model_validator(mode="before")
     @classmethod

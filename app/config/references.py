@@ -1,4 +1,5 @@
-"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, `"*"` origins.
+"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, an identity's
+tool set, `"*"` origins.
 
 They read plain decoded JSON, so they run on a document whose other sections are still wrong: every problem of a
 config is reported in one pass, a misspelt provider beside a misspelt key, never one after the other is fixed.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+from app.config.identities import secret_names
 
 OPEN_CORS = (
     'cors_origins: "*" lets every web page a user opens call this gateway, and without auth.api_keys any page could '
@@ -44,8 +47,42 @@ def reference_problems(doc: dict[str, Any]) -> list[str]:
         if server not in servers:
             problems.append(f"tool_hints: unknown server {server!r}; servers are {_names(servers)}")
     origins, auth = doc.get("cors_origins"), _section(doc.get("auth"))
+    keys = auth.get("api_keys")
+    for index, entry in enumerate(keys if isinstance(keys, list) else []):
+        tool_set = entry.get("tool_set") if isinstance(entry, dict) else None
+        if isinstance(tool_set, str) and tool_set not in _section(doc.get("tool_sets")):
+            problems.append(
+                f"auth.api_keys[{index}].tool_set: unknown tool set {tool_set!r}; tool sets are "
+                f"{_names(_keys(doc.get('tool_sets')))}"
+            )
+    problems.extend(_identity_server_problems(doc, keys if isinstance(keys, list) else []))
     if isinstance(origins, list) and "*" in origins and not auth.get("api_keys"):
         problems.append(OPEN_CORS)
+    return problems
+
+
+def _identity_server_problems(doc: dict[str, Any], keys: list[Any]) -> list[str]:
+    """A server whose headers or env use `${identity.NAME}` lists its tools as one identity: `list_as`, or the
+    first that has every secret it references; there must be one."""
+    identities = {entry.get("name"): entry for entry in keys if isinstance(entry, dict)}
+    problems: list[str] = []
+    for name, server in _section(doc.get("mcpServers")).items():
+        if not isinstance(server, dict):
+            continue
+        values = [*_section(server.get("headers")).values(), *_section(server.get("env")).values()]
+        needed = {secret for value in values if isinstance(value, str) for secret in secret_names(value)}
+        list_as = server.get("list_as")
+        if isinstance(list_as, str) and list_as not in identities:
+            problems.append(f"mcpServers.{name}.list_as: {list_as!r} is not a named identity of auth.api_keys")
+        elif (
+            needed
+            and list_as is None
+            and not any(needed <= set(_section(entry.get("secrets"))) for entry in identities.values())
+        ):
+            problems.append(
+                f"mcpServers.{name}: no identity in auth.api_keys has every secret it references "
+                f"({', '.join(sorted(needed))}), so none can list its tools: add them, or set list_as"
+            )
     return problems
 
 

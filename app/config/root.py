@@ -80,11 +80,15 @@ class Config(Strict):
                 "providers": self.providers,
                 "default_provider": self.default_provider,
                 "models": {alias: model.model_dump() for alias, model in self.models.items()},
-                "mcpServers": self.mcp_servers,
+                "mcpServers": {name: server.model_dump() for name, server in self.mcp_servers.items()},
                 "tool_sets": {name: {"servers": tool_set.servers} for name, tool_set in self.tool_sets.items()},
                 "tool_hints": self.tool_hints,
                 "cors_origins": self.cors_origins,
-                "auth": {"api_keys": self.auth.api_keys},
+                "auth": {
+                    "api_keys": [
+                        entry if isinstance(entry, str) else entry.model_dump() for entry in self.auth.api_keys
+                    ]
+                },
             }
         )
         if problems:

@@ -19,8 +19,11 @@ _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot", "digest"})
 
 def config_secrets(config: Config) -> set[str]:
     """Every configured secret: upstream and embeddings-endpoint keys, extra header values, MCP header values and
-    the `env` values that came from `${VAR}`, gateway keys, and credentials inside configured URLs."""
-    found: set[str] = {*config.auth.api_keys, *config.auth.admin_keys}
+    the `env` values that came from `${VAR}`, gateway keys and identities' secrets, and credentials inside
+    configured URLs."""
+    found: set[str] = {*config.auth.gateway_keys(), *config.auth.admin_keys}
+    for identity in config.auth.identities():
+        found.update(identity.secrets.values())
     for provider in config.providers.values():
         found.update(header_secrets(provider.extra_headers))
         if provider.api_key:

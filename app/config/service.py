@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
+from app.config.identities import ApiKey, IdentityConfig, identity_problems, key_of
 
 PER_IDENTITY = "one caller's share of the in-memory store (none: the whole store); over it, its oldest go first"
 
 
 class AuthConfig(Strict):
-    api_keys: list[str] = Field(default_factory=list)
+    api_keys: list[ApiKey] = Field(
+        default_factory=list, description="gateway keys: a string, or an identity object (app/config/identities.py)"
+    )
     admin_keys: list[str] = Field(default_factory=list, description="keys for the console's admin API (/admin/)")
+
+    @model_validator(mode="after")
+    def _one_identity_per_key(self) -> AuthConfig:
+        problems = identity_problems(self.api_keys)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def gateway_keys(self) -> list[str]:
+        """Every gateway key, as the edge compares them."""
+        return [key for key in map(key_of, self.api_keys) if key]
+
+    def identities(self) -> list[IdentityConfig]:
+        """The named identities, in config order."""
+        return [entry for entry in self.api_keys if isinstance(entry, IdentityConfig)]
 
 
 class ConsoleConfig(Strict):

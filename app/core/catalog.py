@@ -94,10 +94,35 @@ def openai_definition(name: str, description: str, parameters: dict[str, Any]) -
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
-def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> list[ToolEntry]:
-    """The MCP tools a request may see: all of them, or those its toolset allows."""
+# What a request may see: None (every tool), one tool set's name, or several names whose tool sets it may see only
+# the common tools of (an identity's own tool set and the one its request named).
+ToolScope = str | tuple[str, ...] | None
+
+
+def narrowed(own: str | None, asked: str | None) -> ToolScope:
+    """The scope of a caller whose own tool set is `own` asking for `asked`: a request narrows, never widens."""
+    if own is None or asked is None or own == asked:
+        return asked if asked is not None else own
+    return (own, asked)
+
+
+def scope_label(scope: ToolScope) -> str:
+    """The scope as one text (a key part, a log field)."""
+    return "&".join(scope) if isinstance(scope, tuple) else scope or ""
+
+
+def select_mcp_tools(catalog: Catalog, config: Config, tool_set: ToolScope) -> list[ToolEntry]:
+    """The MCP tools a request may see: all of them, or those its toolset allows (with several, those all of
+    them allow)."""
     if tool_set is None:
         return list(catalog.tools.values())
+    if isinstance(tool_set, tuple):
+        common = [{entry.name for entry in select_mcp_tools(catalog, config, name)} for name in tool_set[1:]]
+        return [
+            entry
+            for entry in select_mcp_tools(catalog, config, tool_set[0])
+            if all(entry.name in names for names in common)
+        ]
     spec = config.tool_sets.get(tool_set)
     if spec is None:
         raise unknown_tool_set(tool_set, config)
@@ -110,7 +135,7 @@ def select_mcp_tools(catalog: Catalog, config: Config, tool_set: str | None) -> 
     return selected
 
 
-def unknown_tool_set(name: str | None, config: Config) -> RequestRefused:
+def unknown_tool_set(name: ToolScope, config: Config) -> RequestRefused:
     available = ", ".join(sorted(config.tool_sets)) or "none are configured"
     return RequestRefused(
         f"Unknown tool_set {name!r}. Available tool sets: {available}.", param="tool_set", code="unknown_tool_set"

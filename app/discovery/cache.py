@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from app.core.catalog import Catalog, ToolEntry
+from app.core.catalog import Catalog, ToolEntry, ToolScope
 from app.discovery.index import CLIENT_INDEX_CHARS, CLIENT_STEM_BUDGET, stem_budget
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery
@@ -39,15 +39,15 @@ class DiscoveryCache:
         self.semantic = semantic
         self.everything = everything
         self._lock = threading.Lock()
-        self._versions: dict[int, dict[str | None, Discovery | None]] = {}
+        self._versions: dict[int, dict[ToolScope, Discovery | None]] = {}
         self.clients = ClientDiscoveries(client_cache_bytes)
 
-    def ready(self, catalog: Catalog, tool_set: str | None) -> bool:
+    def ready(self, catalog: Catalog, tool_set: ToolScope) -> bool:
         """Whether `get` would answer from the cache, without building."""
         with self._lock:
             return tool_set in self._versions.get(catalog.version, {})
 
-    def get(self, catalog: Catalog, tool_set: str | None, mcp: list[ToolEntry]) -> Discovery | None:
+    def get(self, catalog: Catalog, tool_set: ToolScope, mcp: list[ToolEntry]) -> Discovery | None:
         """The discovery of `tool_set`, whose MCP tools (loaded and deferred) are `mcp`."""
         with self._lock:
             built = self._versions.get(catalog.version, {})
@@ -68,7 +68,7 @@ class DiscoveryCache:
         return discovery
 
     def with_client_tools(
-        self, catalog: Catalog, tool_set: str | None, base: Discovery | None, group: ManifestGroup
+        self, catalog: Catalog, tool_set: ToolScope, base: Discovery | None, group: ManifestGroup
     ) -> Discovery:
         """`base` plus a request's deferred tools, indexed once per distinct list of them."""
         key = (catalog.version, tool_set, group.label, group.summary, _digest(group.tools))
@@ -108,7 +108,7 @@ def client_bytes(entries: Sequence[ToolEntry], discovery: Discovery) -> int:
     return 2 * definitions + 4096 * words + 1024 * len(entries)
 
 
-Key = tuple[int, str | None, str, str, bytes]
+Key = tuple[int, ToolScope, str, str, bytes]
 
 
 class ClientDiscoveries:

@@ -17,10 +17,12 @@ from app.logs import new_request_id
 class Caller:
     """`identity` keys every piece of per-caller state; `session_id` is the one the transport carried (a header),
     which wins over a body's; `upstream_key` is the caller's own upstream key, used only by providers configured
-    with `forward_client_auth`; `front` names the API it came through, for its traces."""
+    with `forward_client_auth`; `front` names the API it came through, for its traces; `admitted` spares a request
+    its limits when the request that started it was already counted."""
 
     identity: Identity = ANONYMOUS
     request_id: str = field(default_factory=new_request_id)
     session_id: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     front: str = ""
+    admitted: bool = False  # already counted against the identity's limits (a run_task inside an MCP request)

@@ -15,14 +15,16 @@ from typing import Any
 
 from app import redaction, tracing
 from app.config import Config
-from app.core.catalog import Catalog, select_mcp_tools
+from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.core.model import ChatRequest
 from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
 from app.engine import spans
+from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
+from app.engine.limits import Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
@@ -31,6 +33,7 @@ from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
 from app.errors import RequestRefused
+from app.identity import Identities
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
 from app.providers import Router
@@ -53,6 +56,7 @@ class Gateway:
         # rebuild built is moved out of those scans; it is still freed when nothing refers to it.
         self.freeze_heap = False
         self._secrets = guard_secrets(config.secrets())
+        self.identities = Identities(config.auth)  # who each gateway key is, and what it may reach
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
         self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
@@ -64,8 +68,9 @@ class Gateway:
         )
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
-        self.sessions = session_store(config.sessions)
-        self.responses = response_store(config.responses_store, config.sessions.redis_url)
+        self.sessions = session_store(config.sessions, self.identities)
+        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
+        self.limits = Limiter(limits_store(config.sessions.redis_url), self.metrics, config.request_deadline + 60)
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
@@ -97,6 +102,7 @@ class Gateway:
         await self.router.aclose()
         await self.sessions.aclose()
         await self.responses.aclose()
+        await self.limits.aclose()
         redaction.unregister(self._secrets)
         tracing.flush()
 
@@ -115,14 +121,18 @@ class Gateway:
         config's."""
         config = self.config
         trace = spans.request_trace(request, caller)
+        admission = None
         try:
+            check_model(caller.identity, request.model)
+            scope = tool_scope(caller.identity, request.tool_set, self.mcp.catalog, config)
             if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
                 redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
             route = self.router.route(request.model, caller.upstream_key)
             trace = spans.routed(trace, config, route.provider.name)
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-            tools = await self.request_tools(request, session)
+            admission = None if caller.admitted else await self.limits.admit(caller.identity)  # 429 before any event
+            tools = await self.request_tools(request, session, scope)
             loop = ChatLoop(
                 route,
                 tools,
@@ -134,6 +144,7 @@ class Gateway:
                 hosted=hosted,
                 hosted_dropped=dropped,
                 trace=trace,
+                identity=caller.identity,
             )
             yield Routed(route.provider.name, route.model)
             remembered = False
@@ -144,20 +155,26 @@ class Gateway:
                             remembered = True  # before the last event: its reader may stop there
                             spans.observe(trace, event)
                             await self._remember(session, tools)
+                            if isinstance(event, Finished) and event.usage is not None:
+                                await self.limits.spend(caller.identity, event.usage.total_tokens)
                         yield event
             finally:
                 if not remembered:  # the client left mid-way: what was found still counts
                     await self._remember(session, tools)
-        except Exception as exc:  # refused before any event (an unknown model, a session id, a toolset)
+        except Exception as exc:  # refused before any event (a model or tool set not allowed, a limit, a session id)
             spans.failed(trace.span, exc)
             raise
         finally:
+            if admission is not None:
+                await admission.release()
             trace.span.end()
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:
             await self.sessions.remember(session, tools.discovered)
 
-    async def request_tools(self, request: ChatRequest, session: SessionKey | None) -> RequestTools:
+    async def request_tools(
+        self, request: ChatRequest, session: SessionKey | None, scope: ToolScope | None = None
+    ) -> RequestTools:
         remembered = await self.sessions.tools(session) if session is not None else []
-        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered)
+        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope)

@@ -51,6 +51,7 @@ from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import NO_TRACE, RequestTrace
 from app.engine.turn import Turn
 from app.errors import GatewayError
+from app.identity import ANONYMOUS, Identity
 from app.mcp.client.connections import McpManager
 from app.mcp.client.results import truncate
 from app.providers import Route
@@ -76,6 +77,7 @@ class ChatLoop:
     hosted: list[HostedTool] = field(default_factory=list)  # the request's hosted tools the provider serves
     hosted_dropped: tuple[str, ...] = ()  # and those it does not, left out
     trace: RequestTrace = NO_TRACE  # the request's span: its rounds, searches and MCP calls are spans below it
+    identity: Identity = ANONYMOUS  # whose credentials a server that acts as each caller uses
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -250,7 +252,7 @@ class ChatLoop:
     async def _call_mcp(self, server: str, tool: str, arguments: JsonObject, call_id: str) -> tuple[str, bool, float]:
         started = time.perf_counter()
         with self.trace.span.current():  # its own task: the MCP client's span goes below the request's
-            text, failed = await self.mcp.call_tool(server, tool, arguments, call_id=call_id)
+            text, failed = await self.mcp.call_tool(server, tool, arguments, self.identity, call_id=call_id)
         return text, failed, time.perf_counter() - started
 
     async def _search(self, call: ToolCall) -> tuple[str, SearchDone]:

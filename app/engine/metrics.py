@@ -17,6 +17,19 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("toolsift_requests", "Chat requests by HTTP status", ["status", "stream"], registry=r)
+        # Labelled by identity ids from the config (names, `key-` ids, `anonymous`): as many series as keys.
+        self.identity_requests = Counter(
+            "toolsift_identity_requests", "Requests by identity and HTTP status", ["identity", "status"], registry=r
+        )
+        self.identity_tokens = Counter(
+            "toolsift_identity_tokens", "Upstream tokens by identity", ["identity"], registry=r
+        )
+        self.limited = Counter(
+            "toolsift_limit_refusals", "Requests refused by an identity's limit", ["identity", "limit"], registry=r
+        )
+        self.limits_unavailable = Counter(
+            "toolsift_limits_unavailable", "Limit checks that failed open: the limits' store did not answer", registry=r
+        )
         self.rounds = Counter("toolsift_rounds", "Upstream rounds", registry=r)
         self.searches = Counter("toolsift_search_calls", "search_tools calls answered", registry=r)
         self.discovered = Counter("toolsift_tools_discovered", "Tools loaded by search_tools", registry=r)

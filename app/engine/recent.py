@@ -66,6 +66,7 @@ def summarize(
         "id": request_id,
         "time": time.time(),
         "status": status,
+        "identity": facts.get("identity"),
         "model": shown_name(model) if isinstance(model, str) else None,
         "provider": facts.get("provider"),
         "stream": bool(facts.get("stream")),

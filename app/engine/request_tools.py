@@ -16,6 +16,7 @@ from app.core.catalog import (
     SEARCH_TOOL_NAME,
     Catalog,
     ToolEntry,
+    ToolScope,
     auto_deferred,
     client_entries,
     select_mcp_tools,
@@ -170,18 +171,20 @@ class RequestTools:
 
 
 def prepare_request_tools(
-    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache
+    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache, scope: ToolScope | None = None
 ) -> RequestTools:
-    """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen)."""
-    mcp = select_mcp_tools(catalog, config, request.tool_set)
+    """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen). `scope`:
+    the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set."""
+    scope = request.tool_set if scope is None else scope
+    mcp = select_mcp_tools(catalog, config, scope)
     client = client_entries(request.tools, catalog.tools)
     enabled = config.tool_discovery.enabled
     if enabled:
         client = auto_deferred(client, config.tool_discovery.auto_defer_client_tools, request.options.tool_choice)
     deferred_client = [entry for entry in client if entry.deferred] if enabled else []
-    discovery = cache.get(catalog, request.tool_set, mcp)
+    discovery = cache.get(catalog, scope, mcp)
     for group in client_groups(deferred_client, catalog):
-        discovery = cache.with_client_tools(catalog, request.tool_set, discovery, group)
+        discovery = cache.with_client_tools(catalog, scope, discovery, group)
     if not enabled:
         discovery = None
     settings = config.tool_discovery
@@ -210,16 +213,22 @@ def client_groups(deferred: list[ToolEntry], catalog: Catalog) -> list[ManifestG
 
 
 async def tools_for(
-    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache, remembered: Iterable[str] = ()
+    catalog: Catalog,
+    config: Config,
+    request: ChatRequest,
+    cache: DiscoveryCache,
+    remembered: Iterable[str] = (),
+    scope: ToolScope | None = None,
 ) -> RequestTools:
     """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
     already called and a session `remembered`, then what prefetch finds for the latest user message. Indexing
     the client's tools (or a toolset's first discovery) is sized by input: it runs in the worker pool, never on the
     event loop."""
-    if request.tools or not cache.ready(catalog, request.tool_set):
-        tools = await off_loop(prepare_request_tools, catalog, config, request, cache)
+    scope = request.tool_set if scope is None else scope
+    if request.tools or not cache.ready(catalog, scope):
+        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope)
     else:
-        tools = prepare_request_tools(catalog, config, request, cache)
+        tools = prepare_request_tools(catalog, config, request, cache, scope)
     tools.load(history_tool_names(request.messages))
     tools.load(request.loaded_tools)
     tools.load(remembered)

@@ -19,7 +19,7 @@ from typing import Any
 from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
 from app.errors import GatewayError
-from app.identity import Identity
+from app.identity import Identities, Identity
 from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store
 
 log = logging.getLogger("toolsift.responses")
@@ -97,6 +97,11 @@ def _unavailable(exc: StoreUnavailable) -> GatewayError:
     return GatewayError(503, "The response store is unavailable; try again.", "server_error")
 
 
-def response_store(config: ResponsesStoreConfig, redis_url: str | None) -> ResponseStore:
-    store = open_store(redis_url, config.max_responses, config.max_bytes, config.max_bytes_per_identity)
+def response_store(
+    config: ResponsesStoreConfig, redis_url: str | None, identities: Identities | None = None
+) -> ResponseStore:
+    owners = identities.stored_bytes() if identities is not None else None
+    store = open_store(
+        redis_url, config.max_responses, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
+    )
     return ResponseStore(store, config.ttl_seconds)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from app.config import SessionConfig
 from app.errors import RequestRefused
-from app.identity import Identity
+from app.identity import Identities, Identity
 from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store
 
 log = logging.getLogger("toolsift.sessions")
@@ -84,6 +84,9 @@ def _names(value: bytes | None) -> list[str]:
     return [] if value is None else [str(name) for name in load_json(value)]
 
 
-def session_store(config: SessionConfig) -> Sessions:
-    store = open_store(config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity)
+def session_store(config: SessionConfig, identities: Identities | None = None) -> Sessions:
+    owners = identities.stored_bytes() if identities is not None else None
+    store = open_store(
+        config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
+    )
     return Sessions(store, config.ttl_seconds, config.max_tools)

@@ -130,7 +130,7 @@ class TaskRunner:
             messages.insert(0, Message("system", self.settings.system_prompt))
         request = ChatRequest(self.settings.model, messages, [], Options(), tool_set=tool_set)
         # The task's own model, never a caller's upstream key: run_task is the gateway's, with its configured key.
-        own = Caller(caller.identity, caller.request_id)
+        own = Caller(caller.identity, caller.request_id, admitted=caller.admitted)
         run = self._run_request(request, own, policy=self._policy, max_rounds=self.settings.max_rounds)
         async for event in record.observe(run):
             if isinstance(event, CallRefused):

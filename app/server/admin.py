@@ -51,7 +51,7 @@ class AdminApi:
         self.gateway = gateway
         self.every = DiscoveryCache(semantic=gateway.semantic, everything=True)
         config = gateway.config
-        self.api_keys = [key.encode() for key in config.auth.api_keys if key]
+        self.api_keys = [key.encode() for key in config.auth.gateway_keys()]
         self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
 
     def _unavailable(self, request: Request) -> JSONResponse | None:

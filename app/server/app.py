@@ -109,8 +109,8 @@ def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
     leaves through the one redaction point (app/server/redacting.py)."""
     config = gateway.config
     app = JsonBodies(app)
-    if config.auth.api_keys:
-        app = ApiKeyMiddleware(app, config.auth.api_keys)
+    if gateway.identities:
+        app = ApiKeyMiddleware(app, gateway.identities)
     if config.cors_origins:
         app = CORSMiddleware(
             app,

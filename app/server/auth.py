@@ -15,7 +15,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.identity import SCOPE_KEY, Identity
+from app.identity import SCOPE_KEY, Identities, Identity
 from app.server.routes import ADMIN, CONSOLE, shape_for
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -24,15 +24,16 @@ OWN_GUARD = (CONSOLE.prefix, ADMIN.prefix + "/")
 
 
 def identify(token: bytes, keys: list[bytes]) -> Identity | None:
-    """The identity of a gateway key, or None when `token` is none of `keys` (each compared in constant time)."""
+    """The identity of a key, or None when `token` is none of `keys` (each compared in constant time): the admin
+    API's check of its own keys; gateway keys are `Identities.identify`."""
     matches = [hmac.compare_digest(token, key) for key in keys]
     return Identity.for_key(token) if any(matches) else None
 
 
 class ApiKeyMiddleware:
-    def __init__(self, app: ASGIApp, api_keys: list[str]) -> None:
+    def __init__(self, app: ASGIApp, identities: Identities) -> None:
         self.app = app
-        self.keys = [key.encode() for key in api_keys if key]
+        self.identities = identities
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -51,7 +52,7 @@ class ApiKeyMiddleware:
         scheme, _, bearer = headers.get(b"authorization", b"").partition(b" ")
         sent = [bearer.strip() if scheme.lower() == b"bearer" else b"", headers.get(b"x-api-key", b"").strip()]
         for token in filter(None, sent):
-            identity = identify(token, self.keys)
+            identity = self.identities.identify(token)
             if identity is not None:
                 scope[SCOPE_KEY] = identity
                 return True

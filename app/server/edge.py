@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.errors import GatewayError
 from app.logs import REQUEST_ID
 from app.server.routes import shape_for
 
@@ -54,9 +55,19 @@ def refusal_body(path: str, message: str, code: str, status: int = 400) -> bytes
 
 async def refuse(scope: Scope, send: Send, status: int, message: str, code: str) -> None:
     """Answer an error without reading the request body."""
-    body = refusal_body(scope["path"], message, code, status)
+    await answer_json(send, status, refusal_body(scope["path"], message, code, status))
+
+
+async def refuse_error(scope: Scope, send: Send, error: GatewayError) -> None:
+    """Answer an engine's refusal (403, 429 with its `Retry-After`) in the shape of the front called."""
+    body = json.dumps(shape_for(scope["path"]).failure(error)).encode()
+    await answer_json(send, error.status, body, error.headers())
+
+
+async def answer_json(send: Send, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
     length = str(len(body)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", length), (b"connection", b"close")]
+    headers += [(name.encode(), value.encode()) for name, value in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

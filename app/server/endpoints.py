@@ -18,6 +18,7 @@ from app.engine.gateway import Gateway
 from app.errors import error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
+from app.identity import identity_of
 from app.server.admin import AdminApi
 from app.server.mcp_http import HttpFront
 from app.server.observability import METRICS_CONTENT_TYPE, exposition
@@ -83,8 +84,11 @@ class Endpoints:
     async def metrics(self, _: Request) -> Response:
         return Response(exposition(self.gateway.metrics), media_type=METRICS_CONTENT_TYPE)
 
-    async def models(self, _: Request) -> Response:
-        data = [_model(alias, model.provider) for alias, model in self.config.models.items()]
+    async def models(self, request: Request) -> Response:
+        """The aliases the caller may ask for (an identity with `models` sees those of its list)."""
+        identity = identity_of(request.scope)
+        aliases = self.config.models.items()
+        data = [_model(alias, model.provider) for alias, model in aliases if identity.allows_model(alias)]
         return JSONResponse({"object": "list", "data": data})
 
     async def model(self, request: Request) -> Response:

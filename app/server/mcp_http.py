@@ -4,26 +4,28 @@ MCP's 2026-07-28 protocol is sessionless over HTTP, so "this session" needs a cl
 key is it (its `Identity`, as for chat sessions). Each key's searches enable tools for that key only, and on
 handshake-era protocols for that key's MCP session only; with no gateway keys configured there is no identity,
 so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
-set's tools only; one front per tool set, built when the gateway starts. This is the edge's part (the path, the
-gateway keys, HTTP errors); the MCP front itself is app/fronts/mcp/.
+set's tools only, narrowed to the caller identity's own tool set; one front per such scope, built when the
+gateway starts. This is the edge's part (the path, the gateway keys, the identity's tool set and limits, HTTP
+errors, each a JSON-RPC error); the MCP front itself is app/fronts/mcp/.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastmcp.server.auth import AccessToken, TokenVerifier
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from app.core.catalog import unknown_tool_set
+from app.core.catalog import ToolScope, narrowed, unknown_tool_set
+from app.engine.access import tool_scope
 from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.mcp.server import McpFront, Mode
-from app.server.auth import identify
+from app.identity import Identities, identity_of
+from app.server.edge import refuse_error
 from app.server.routes import MCP
 
 PATH = MCP.prefix
@@ -37,12 +39,12 @@ class GatewayKeyVerifier(TokenVerifier):
     """A gateway key is the MCP client's identity (the same `Identity` the key middleware records), never the key
     itself; the MCP library binds each handshake-era session to it, so a session id works with its own key only."""
 
-    def __init__(self, keys: list[str]) -> None:
+    def __init__(self, identities: Identities) -> None:
         super().__init__()
-        self.keys = [key.encode() for key in keys if key]
+        self.identities = identities
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        identity = identify(token.encode(), self.keys)
+        identity = self.identities.identify(token.encode())
         return AccessToken(token=token, client_id=identity.id, scopes=[]) if identity is not None else None
 
 
@@ -50,16 +52,21 @@ class HttpFront:
     """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
 
     def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
         config = self.config = gateway.config
-        keys = config.auth.api_keys
-        mode: Mode = config.mcp_front.mode if keys or config.mcp_front.mode != "lazy" else "proxy"
+        identities = gateway.identities
+        mode: Mode = config.mcp_front.mode if identities or config.mcp_front.mode != "lazy" else "proxy"
         note = NO_IDENTITY_NOTE if mode != config.mcp_front.mode else ""
+        # One front per tool set, and per (identity's tool set, asked tool set) pair an identity can make: what a
+        # caller is served never depends on which front it asked for, only on what it may see.
+        owns = [None, *dict.fromkeys(identity.tool_set for identity in identities.named() if identity.tool_set)]
+        scopes = dict.fromkeys(narrowed(own, asked) for own in owns for asked in [None, *config.tool_sets])
         self.fronts = {
-            name: McpFront(gateway, mode, name, note, GatewayKeyVerifier(keys) if keys else None)
-            for name in [None, *config.tool_sets]
+            scope: McpFront(gateway, mode, scope, note, GatewayKeyVerifier(identities) if identities else None)
+            for scope in scopes
         }
-        self.apps: dict[str | None, Any] = {
-            name: front.server.http_app(path=PATH) for name, front in self.fronts.items()
+        self.apps: dict[ToolScope, Any] = {
+            scope: front.server.http_app(path=PATH) for scope, front in self.fronts.items()
         }
 
     @asynccontextmanager
@@ -72,16 +79,49 @@ class HttpFront:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = parse_qs((scope.get("query_string") or b"").decode())
         tool_set = (query.get("tool_set") or [None])[0]
-        app = self.apps.get(tool_set)
-        if app is None:
-            await _error(send, unknown_tool_set(tool_set, self.config).as_gateway_error())
+        identity = identity_of(scope)
+        admission = None
+        try:
+            if tool_set is not None and tool_set not in self.config.tool_sets:
+                raise unknown_tool_set(tool_set, self.config).as_gateway_error()
+            app = self.apps[tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)]
+            _check_length(scope, self.config.max_request_bytes)
+            if scope["method"] == "POST":  # a JSON-RPC message; a GET is a stream that waits for them
+                admission = await self.gateway.limits.admit(identity)
+        except GatewayError as exc:
+            await refuse_error(scope, send, exc)
             return
-        await app(scope, receive, send)
+        try:
+            await app(scope, _limited(receive, self.config.max_request_bytes), send)
+        finally:
+            if admission is not None:
+                await admission.release()
 
 
-async def _error(send: Send, error: GatewayError) -> None:
-    body = json.dumps(error.body()).encode()
-    await send(
-        {"type": "http.response.start", "status": error.status, "headers": [(b"content-type", b"application/json")]}
+def _check_length(scope: Scope, limit: int) -> None:
+    declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"Request body is larger than the gateway's limit of {limit:,} bytes.", code="payload_too_large"
     )
-    await send({"type": "http.response.body", "body": body})
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """The body as it arrives, cut off past `limit` bytes (a body sent without a length): the front sees the
+    client gone and answers nothing more."""
+    size = 0
+
+    async def limited() -> Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                return {"type": "http.disconnect"}
+        return message
+
+    return limited

@@ -52,7 +52,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     config = gateway.config
     identity = identity_of(request.scope)
     call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools), headers=headers)
-    facts: dict[str, Any] = {"model": None, "provider": None}
+    facts: dict[str, Any] = {"identity": identity.id, "model": None, "provider": None}
     record = RequestRecord()
     try:
         chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
@@ -77,7 +77,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         response = JSONResponse(front.error(_failed(facts, exc.as_gateway_error())), 400)
     except GatewayError as exc:
         exc = answered_error(front, exc)
-        response = JSONResponse(front.error(_failed(facts, exc)), exc.status)
+        response = JSONResponse(front.error(_failed(facts, exc)), exc.status, headers=exc.headers())
     except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
         response = JSONResponse(front.error(GatewayError(499, "The client disconnected.")), 499)
     except Exception:
@@ -193,7 +193,7 @@ def _stream(
 def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:
     """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
     `Authorization` when that header is not already the gateway key."""
-    names = ["x-upstream-authorization"] + ([] if gateway.config.auth.api_keys else ["authorization"])
+    names = ["x-upstream-authorization"] + ([] if gateway.identities else ["authorization"])
     for header in names:
         scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
@@ -232,6 +232,9 @@ def _log_request(
     metrics = gateway.metrics
     facts["provider"] = record.provider
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
+    metrics.identity_requests.labels(facts["identity"], str(status)).inc()
+    if record.usage is not None:
+        metrics.identity_tokens.labels(facts["identity"]).inc(record.usage.total_tokens)
     fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
     stats = record.discovery
     if stats is not None:

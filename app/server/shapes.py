@@ -3,7 +3,8 @@ foreign origin, a missing key, an unknown path, a slow client) is rendered by th
 addressed to, so a client's SDK can read it.
 
 A front's own errors (a bad request body, an upstream failure) are the front's to render (app/fronts/); these are
-the ones answered before any front runs.
+the ones answered before any front runs, and the engine's refusals (an identity's tool set, models, limits)
+where the edge answers them itself (the MCP front).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import anthropic_error_body, error_body
+from app.codecs.anthropic.answers import error_type
+from app.errors import GatewayError, anthropic_error_body, error_body
+from app.redaction import redact
 
 JSONRPC_INVALID_REQUEST = -32600
 
@@ -31,6 +34,10 @@ class OpenAIShape:
         """No such path (404), or not with this method (405)."""
         return error_body(message, "not_found_error" if status == 404 else "invalid_request_error")
 
+    def failure(self, error: GatewayError) -> dict[str, Any]:
+        """A refusal the engine decided (an identity's tool set or limit: 403, 429), answered by the edge."""
+        return error.body()
+
 
 class AnthropicShape(OpenAIShape):
     """Anthropic's `{"type": "error", "error": {"type", "message"}}`, its type naming the kind of refusal."""
@@ -44,13 +51,34 @@ class AnthropicShape(OpenAIShape):
     def unrouted(self, status: int, message: str) -> dict[str, Any]:
         return anthropic_error_body(message, "not_found_error" if status == 404 else "invalid_request_error")
 
+    def failure(self, error: GatewayError) -> dict[str, Any]:
+        return anthropic_error_body(error.message, error_type(error))
+
 
 class JsonRpcShape(OpenAIShape):
-    """A JSON-RPC error for refusals of a JSON-RPC message. A missing key stays an HTTP-level answer (401 with
-    OpenAI's error object and `WWW-Authenticate`), as MCP's authorization is HTTP's, not JSON-RPC's."""
+    """A JSON-RPC error for every refusal of a JSON-RPC message, `data` naming the HTTP status and the reason's
+    code. A missing key keeps its HTTP status and `WWW-Authenticate` (MCP's authorization is HTTP's), with a
+    JSON-RPC body an MCP client can read."""
 
     def refusal(self, status: int, message: str, code: str) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": message}}
+        return _jsonrpc_error(message, {"status": status, "code": code})
+
+    def unauthenticated(self, message: str) -> dict[str, Any]:
+        return _jsonrpc_error(message, {"status": 401, "code": "invalid_api_key"})
+
+    def unrouted(self, status: int, message: str) -> dict[str, Any]:
+        return _jsonrpc_error(message, {"status": status, "code": "not_found" if status == 404 else "bad_method"})
+
+    def failure(self, error: GatewayError) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": error.status, "code": error.code}
+        if error.retry_after is not None:
+            data["retry_after"] = error.retry_after
+        return _jsonrpc_error(error.message, data)
+
+
+def _jsonrpc_error(message: str, data: dict[str, Any]) -> dict[str, Any]:
+    error = {"code": JSONRPC_INVALID_REQUEST, "message": redact(message), "data": data}
+    return {"jsonrpc": "2.0", "id": None, "error": error}
 
 
 ErrorShape = OpenAIShape  # the interface every shape implements

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from app.errors import GatewayError
 from app.fronts.sse_wire import KEEPALIVE, error_sse
 from app.server.disconnect import watch_disconnect
 
@@ -96,8 +97,8 @@ class EventStreamResponse(Response):
                 except OSError:
                     return  # the client is gone; the watcher ends the stream
 
-        async def fail(answer: ErrorAnswer) -> int:
-            """End with `answer`: its own HTTP response before the head, an error event after it."""
+        async def fail(answer: ErrorAnswer, headers: Mapping[str, str] | None = None) -> int:
+            """End with `answer`: its own HTTP response (with `headers`) before the head, an error event after it."""
             timer.cancel()  # nothing may cancel the streamer while it answers
             watcher.cancel()
             pinger.cancel()
@@ -105,7 +106,9 @@ class EventStreamResponse(Response):
             status, body = answer
             with contextlib.suppress(OSError):
                 if not head_sent:
-                    await JSONResponse(body, status, headers=self.extra_headers)(scope, receive, send)
+                    await JSONResponse(body, status, headers={**self.extra_headers, **(headers or {})})(
+                        scope, receive, send
+                    )
                     return status
                 await write(error_sse(body), more_body=False)
             return 200
@@ -128,7 +131,7 @@ class EventStreamResponse(Response):
             if stopped == "timeout":
                 status = await fail(self.deadline_error)
         except Exception as exc:  # raised by `events` before it could answer with an error event itself
-            status = await fail(self.error(exc))
+            status = await fail(self.error(exc), exc.headers() if isinstance(exc, GatewayError) else None)
         finally:
             watcher.cancel()
             timer.cancel()

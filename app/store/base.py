@@ -48,6 +48,13 @@ class Store(Protocol):
         applies only when the key has no expiry yet, so a counter's window starts at its first increment."""
         ...
 
+    async def lease(self, key: Key, holder: str, limit: int, ttl: float) -> bool:
+        """Hold one of `limit` slots at `key` for `ttl` seconds (a holder that has one renews it): False when all
+        are held. Slots expire on their own, so a process that dies without releasing frees them within `ttl`."""
+        ...
+
+    async def release(self, key: Key, holder: str) -> None: ...
+
     async def aclose(self) -> None: ...
 
 

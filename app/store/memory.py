@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from app.store.base import Key
 
@@ -38,8 +38,8 @@ class _Entry:
 
 
 class MemoryStore:
-    """At most `max_entries` entries and `max_bytes` bytes, and `max_owner_bytes` bytes an owner when set; a value
-    larger than a bound it must fit is not kept."""
+    """At most `max_entries` entries and `max_bytes` bytes, and `max_owner_bytes` bytes an owner when set (an owner
+    in `owner_bytes` has its own bound instead); a value larger than a bound it must fit is not kept."""
 
     def __init__(
         self,
@@ -47,14 +47,17 @@ class MemoryStore:
         max_bytes: int,
         max_owner_bytes: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        owner_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_owner_bytes = max_owner_bytes
+        self.owner_bounds = dict(owner_bytes or {})  # owners with a bound of their own (an identity's stored_bytes)
         self.bytes = 0
         self._clock = clock
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
         self._owners: dict[str, _Owner] = {}
+        self._leases: dict[bytes, dict[str, float]] = {}  # key -> holder -> expiry; a few per caller, not bounded
 
     async def get(self, key: Key) -> bytes | None:
         found = self._live(_name(key))
@@ -78,6 +81,24 @@ class MemoryStore:
             expires = self._clock() + ttl
         self._set(key, str(total).encode(), expires)
         return total
+
+    async def lease(self, key: Key, holder: str, limit: int, ttl: float) -> bool:
+        now = self._clock()
+        name = _name(key)
+        held = {who: until for who, until in self._leases.get(name, {}).items() if until > now}
+        if holder not in held and len(held) >= limit:
+            self._leases[name] = held
+            return False
+        held[holder] = now + ttl
+        self._leases[name] = held
+        return True
+
+    async def release(self, key: Key, holder: str) -> None:
+        name = _name(key)
+        held = self._leases.get(name, {})
+        held.pop(holder, None)
+        if not held:
+            self._leases.pop(name, None)
 
     async def aclose(self) -> None:
         return None
@@ -112,8 +133,9 @@ class MemoryStore:
         owner.keys[name] = None
         owner.bytes += entry.size
         self.bytes += entry.size
-        if self.max_owner_bytes is not None:
-            while owner.bytes > self.max_owner_bytes:
+        bound = self.owner_bounds.get(key.owner, self.max_owner_bytes)
+        if bound is not None:
+            while owner.bytes > bound:
                 self._drop(next(iter(owner.keys)))
         while self._entries and (len(self._entries) > self.max_entries or self.bytes > self.max_bytes):
             self._drop(self._victim())

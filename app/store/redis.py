@@ -19,6 +19,20 @@ end
 return total
 """
 
+# A sorted set of holders scored by expiry, on Redis' clock (every replica's slots expire alike): expired holders
+# go first, then the holder is added (or renewed) if it holds a slot already or one is free.
+_LEASE = """
+local now = redis.call('TIME')
+local millis = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', millis)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('ZADD', KEYS[1], millis + tonumber(ARGV[3]), ARGV[1])
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return 1
+end
+return 0
+"""
+
 
 class RedisStore:
     def __init__(self, url: str) -> None:
@@ -26,6 +40,7 @@ class RedisStore:
 
         self._redis: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._incr: Any = self._redis.register_script(_INCR)
+        self._lease: Any = self._redis.register_script(_LEASE)
 
     async def get(self, key: Key) -> bytes | None:
         try:
@@ -54,6 +69,18 @@ class RedisStore:
         except Exception as exc:
             raise _unavailable(exc) from exc
         return int(total)
+
+    async def lease(self, key: Key, holder: str, limit: int, ttl: float) -> bool:
+        try:
+            return bool(await self._lease(keys=[_name(key)], args=[holder, limit, _millis(ttl)]))
+        except Exception as exc:
+            raise _unavailable(exc) from exc
+
+    async def release(self, key: Key, holder: str) -> None:
+        try:
+            await self._redis.zrem(_name(key), holder)
+        except Exception as exc:
+            raise _unavailable(exc) from exc
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -6,6 +6,7 @@ the gateway sent, so they can assert on exactly what went upstream.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -34,6 +35,7 @@ class ScriptedUpstream:
         self.fallback: dict[str, Any] | None = None  # the reply once the script is done (else an error)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.delay = 0.0  # seconds before each answer, for requests that must overlap
         self._lock = threading.Lock()
         self.port = free_port()
         app = Starlette(
@@ -74,6 +76,8 @@ class ScriptedUpstream:
     async def _next(self, request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Record the request; return its body and the next scripted reply (None when the script is done)."""
         body = json.loads(await request.body())
+        if self.delay:
+            await asyncio.sleep(self.delay)
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from fastmcp.server.dependencies import get_access_token, get_context
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from app.identity import ANONYMOUS, Identity
+from app.core.catalog import ToolScope, scope_label
+from app.identity import ANONYMOUS, Identities, Identity
 from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json
 
 log = logging.getLogger("toolsift.mcp.front")
@@ -30,11 +31,11 @@ class ClientView:
     enabled: list[str] = field(default_factory=list)
 
 
-def calling_client(tool_set: str | None) -> tuple[Identity, str]:
-    """The caller's identity, and the client's id within it: the served tool set and, on handshake-era
-    connections, the MCP session id."""
+def calling_client(tool_set: ToolScope, identities: Identities) -> tuple[Identity, str]:
+    """The caller's identity (with what the config allows it), and the client's id within it: the served tool
+    set and, on handshake-era connections, the MCP session id."""
     token = get_access_token()
-    identity = Identity(token.client_id) if token is not None and token.client_id else ANONYMOUS
+    identity = identities.get(token.client_id) if token is not None and token.client_id else ANONYMOUS
     session = ""
     context = get_context()
     request = context.request_context
@@ -43,7 +44,7 @@ def calling_client(tool_set: str | None) -> tuple[Identity, str]:
             session = context.session_id or ""
         except RuntimeError:
             session = ""
-    return identity, f"{tool_set or ''}/{session}"
+    return identity, f"{scope_label(tool_set)}/{session}"
 
 
 class ClientStates:

@@ -28,7 +28,7 @@ from fastmcp.server.providers import Provider
 from fastmcp.tools.base import Tool, ToolResult
 
 from app import toolsift_version, tracing
-from app.core.catalog import select_mcp_tools
+from app.core.catalog import ToolScope, select_mcp_tools
 from app.discovery.manifest import search_tool_definition
 from app.discovery.search import Discovery
 from app.engine.gateway import Gateway
@@ -37,6 +37,7 @@ from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
 from app.fronts.mcp.redacting import RedactedResults
 from app.fronts.mcp.tasks import RunTask
 from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
+from app.identity import Identity
 from app.logs import REQUEST_ID
 
 Mode = Literal["lazy", "proxy", "full"]
@@ -60,7 +61,7 @@ class McpFront:
     client is told when its list changed."""
 
     def __init__(
-        self, gateway: Gateway, mode: Mode, tool_set: str | None = None, note: str = "", auth: Any = None
+        self, gateway: Gateway, mode: Mode, tool_set: ToolScope = None, note: str = "", auth: Any = None
     ) -> None:
         """`note` is added to proxy's search_tools description; `auth` verifies HTTP clients' gateway keys."""
         self.gateway = gateway
@@ -114,31 +115,37 @@ class McpFront:
         self._served = served  # the tools below read the discovery through it
         tools: list[Tool]
         if self.mode == "full" or discovery is None:
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
         elif self.mode == "lazy":
             search = discovery.definition["function"]
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
             tools.append(LazySearch(search, self._calling_client_tools, self._enable))
             served.deferred = {entry.name for entry in entries if entry.deferred}
         else:
             definition = search_tool_definition(discovery.groups, discovery.manifest, PROXY_CALLABLE_AFTER, self.note)
             function = definition["function"]
             limit, queries = gateway.config.tool_discovery.max_search_results, gateway.config.max_queries_per_search
-            tools = [ForwardedTool(entry, gateway.mcp) for entry in entries if not entry.deferred]
+            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries if not entry.deferred]
             tools.append(ProxySearch(function["description"], function["parameters"], discovery, limit, queries))
-            tools.append(ProxyCall(self._request_tools(), gateway.mcp))
+            tools.append(ProxyCall(self._request_tools(), gateway.mcp, self._caller))
         if gateway.tasks is not None:
-            tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set))
+            tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set, gateway.identities))
         served.tools = {tool.name: tool for tool in tools}
         listed = "\n".join(sorted(served.tools)) + "\n\n" + "\n".join(sorted(served.deferred))
         served.fingerprint = hashlib.sha256(listed.encode()).hexdigest()[:16]
         return served
 
+    def calling_client(self) -> tuple[Identity, str]:
+        return calling_client(self.tool_set, self.gateway.identities)
+
+    def _caller(self) -> Identity:
+        return self.calling_client()[0]
+
     async def _calling_client_tools(self) -> RequestTools:
-        return self.client_tools(await self.clients.get(calling_client(self.tool_set)))
+        return self.client_tools(await self.clients.get(self.calling_client()))
 
     async def _enable(self, names: list[str]) -> None:
-        client = calling_client(self.tool_set)
+        client = self.calling_client()
         view = await self.clients.get(client)
         view.enabled = list(dict.fromkeys([*view.enabled, *names]))
         await self.clients.put(client, view)
@@ -169,7 +176,7 @@ class ClientMiddleware(Middleware):
         session = context.fastmcp_context
         if session is not None and context.method != "initialize":
             fingerprint = self.front.served().fingerprint
-            client = calling_client(self.front.tool_set)
+            client = self.front.calling_client()
             view = await self.front.clients.get(client)
             if view.seen != fingerprint:
                 if view.seen is not None:
@@ -178,7 +185,8 @@ class ClientMiddleware(Middleware):
                 await self.front.clients.put(client, view)
         if not tracing.enabled() or session is None or context.method != "tools/call":
             return await call_next(context)
-        with tracing.caller_scope(tracing.caller_attributes(calling_client(None)[0].id, REQUEST_ID.get(), "mcp")):
+        caller = tracing.caller_attributes(self.front.calling_client()[0].id, REQUEST_ID.get(), "mcp")
+        with tracing.caller_scope(caller):
             return await call_next(context)  # a tool call's spans (a search, an MCP call, a task) carry its caller
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
@@ -186,7 +194,7 @@ class ClientMiddleware(Middleware):
         deferred = self.front.served().deferred
         if not deferred:
             return tools
-        hidden = deferred - set((await self.front.clients.get(calling_client(self.front.tool_set))).enabled)
+        hidden = deferred - set((await self.front.clients.get(self.front.calling_client())).enabled)
         return [tool for tool in tools if tool.name not in hidden]
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:

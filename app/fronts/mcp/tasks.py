@@ -11,11 +11,12 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
 from app.config import Config
-from app.core.catalog import Catalog, select_mcp_tools
+from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.engine.caller import Caller
 from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
 from app.engine.tasks import TaskRunner
 from app.fronts.mcp.clients import calling_client
+from app.identity import Identities
 
 RUN_TASK_NAME = "run_task"
 DESCRIPTION = (
@@ -40,11 +41,12 @@ class RunTask(Tool):
 
     _runner: TaskRunner = PrivateAttr()
     _config: Config = PrivateAttr()
-    _tool_set: str | None = PrivateAttr()
+    _tool_set: ToolScope = PrivateAttr()
+    _identities: Identities = PrivateAttr()
 
-    def __init__(self, runner: TaskRunner, config: Config, tool_set: str | None) -> None:
+    def __init__(self, runner: TaskRunner, config: Config, tool_set: ToolScope, identities: Identities) -> None:
         super().__init__(name=RUN_TASK_NAME, description=DESCRIPTION, parameters=PARAMETERS)
-        self._runner, self._config, self._tool_set = runner, config, tool_set
+        self._runner, self._config, self._tool_set, self._identities = runner, config, tool_set, identities
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         task, tool_set = arguments.get("task"), arguments.get("tool_set")
@@ -65,12 +67,14 @@ class RunTask(Tool):
                 steps += 1
                 await context.report_progress(steps, None, message)
 
-        caller = Caller(calling_client(self._tool_set)[0])
-        report = await self._runner.run(task.strip(), tool_set or self._tool_set, progress, caller)
+        caller = Caller(calling_client(self._tool_set, self._identities)[0], admitted=True)
+        # The served scope's last name is what this connection asked for; the engine narrows it to the caller's own.
+        served = self._tool_set[-1] if isinstance(self._tool_set, tuple) else self._tool_set
+        report = await self._runner.run(task.strip(), tool_set or served, progress, caller)
         return ToolResult(content=report.text(), structured_content=report.as_json(), is_error=report.error is not None)
 
 
-def narrowing_problem(catalog: Catalog, config: Config, served: str | None, asked: str | None) -> str | None:
+def narrowing_problem(catalog: Catalog, config: Config, served: ToolScope, asked: str | None) -> str | None:
     """None when `asked` (a run_task tool_set) is within the tool set this connection serves: a tool set can
     narrow what a task may use, never widen it."""
     if asked is None or asked == served:

@@ -24,6 +24,7 @@ from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search, run_search
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import search_attributes, searched
+from app.identity import Identity
 from app.mcp.client.connections import McpManager
 from app.offload import off_loop
 from app.redaction import redact
@@ -34,24 +35,28 @@ PROXY_NOTE = "These tools are callable through call_tool."
 PROXY_CALLABLE_AFTER = "then run them with call_tool, named server__tool"
 
 
+Caller = Callable[[], Identity]  # the calling client's identity, for servers that act as each caller
+
+
 class ForwardedTool(Tool):
     """A backend MCP tool, exposed under its gateway name and run on its own server."""
 
     _entry: ToolEntry = PrivateAttr()
     _manager: McpManager = PrivateAttr()
+    _caller: Caller = PrivateAttr()
 
-    def __init__(self, entry: ToolEntry, manager: McpManager) -> None:
+    def __init__(self, entry: ToolEntry, manager: McpManager, caller: Caller) -> None:
         super().__init__(name=entry.name, description=entry.description, parameters=entry.parameters)
-        self._entry, self._manager = entry, manager
+        self._entry, self._manager, self._caller = entry, manager, caller
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        return await forward(self._manager, self._entry, arguments)
+        return await forward(self._manager, self._entry, arguments, self._caller())
 
 
-async def forward(manager: McpManager, entry: ToolEntry, arguments: dict[str, Any]) -> ToolResult:
+async def forward(manager: McpManager, entry: ToolEntry, arguments: dict[str, Any], caller: Identity) -> ToolResult:
     assert entry.server is not None
     try:
-        result = await manager.call_raw(entry.server, entry.original_name, arguments)
+        result = await manager.call_raw(entry.server, entry.original_name, arguments, caller)
     except Exception as exc:
         return ToolResult(content=redact(f"Error: {exc}"), is_error=True)
     return ToolResult(
@@ -130,8 +135,9 @@ class ProxyCall(Tool):
 
     _tools: RequestTools = PrivateAttr()
     _manager: McpManager = PrivateAttr()
+    _caller: Caller = PrivateAttr()
 
-    def __init__(self, tools: RequestTools, manager: McpManager) -> None:
+    def __init__(self, tools: RequestTools, manager: McpManager, caller: Caller) -> None:
         super().__init__(
             name=CALL_TOOL_NAME,
             description="Run a tool found with search_tools: its name and its arguments, checked against its schema.",
@@ -141,7 +147,7 @@ class ProxyCall(Tool):
                 "required": ["name"],
             },
         )
-        self._tools, self._manager = tools, manager
+        self._tools, self._manager, self._caller = tools, manager, caller
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         name = arguments.get("name")
@@ -159,4 +165,4 @@ class ProxyCall(Tool):
                 content=f"Error: invalid arguments for {entry.name} at {where}: {error.message}. Nothing was run.",
                 is_error=True,
             )
-        return await forward(self._manager, entry, tool_arguments)
+        return await forward(self._manager, entry, tool_arguments, self._caller())

@@ -21,10 +21,12 @@ from fastmcp import Client
 from app import tracing
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
+from app.identity import ANONYMOUS, Identity
 from app.mcp.client.catalog import build_catalog, unknown_always_load
+from app.mcp.client.identities import connect_all
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.results import error_text, redacted, result_text
-from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
+from app.mcp.client.signals import ListChanged, ServerUnavailable, connection_gone, describe_exception, ping
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
@@ -45,10 +47,6 @@ RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
 LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
 LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
-
-
-class ServerUnavailable(Exception):
-    """The server is not connected; the message says why."""
 
 
 class ServerConnection:
@@ -283,10 +281,7 @@ class McpManager:
         # never finds a catalog whose discovery is still to build.
         self.preparers: list[Callable[[Catalog], None]] = []
         self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
-        self.connections = {
-            name: ServerConnection(name, server, config, self._changed, (targets or {}).get(name))
-            for name, server in config.mcp_servers.items()
-        }
+        self.connections, self.per_identity = connect_all(config, targets or {}, self._changed, ServerConnection)
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
         self.started_at = time.monotonic()
@@ -346,13 +341,15 @@ class McpManager:
         if self._rebuilding is not None:
             self._rebuilding.cancel()
         await asyncio.gather(*(connection.stop() for connection in self.connections.values()))
+        await asyncio.gather(*(pool.stop() for pool in self.per_identity.values()))
 
     async def call_raw(
-        self, server: str, tool: str, arguments: dict[str, Any], *, call_id: str = ""
+        self, server: str, tool: str, arguments: dict[str, Any], identity: Identity = ANONYMOUS, *, call_id: str = ""
     ) -> mcp_types.CallToolResult:
-        """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text).
-        Every call that reaches a server is timed here, once, for the metrics, and traced: its span is current while
-        it runs, so the MCP client's own span and the trace context sent to the server go below it."""
+        """The backend's own result, secrets redacted (the MCP front passes it through; `call_tool` makes it text),
+        on `identity`'s own connection for a server that acts as each caller. Every call that reaches a server is
+        timed here, once, for the metrics, and traced: its span is current while it runs, so the MCP client's own
+        span and the trace context sent to the server go below it."""
         attributes = {tracing.OPERATION: "execute_tool", tracing.TOOL_NAME: tool, tracing.TOOL_CALL_ID: call_id or None}
         with tracing.span(f"execute_tool {tool}", {**attributes, tracing.MCP_SERVER: server}, "client") as span:
             connection = self.connections.get(server)
@@ -361,7 +358,12 @@ class McpManager:
             started = time.perf_counter()
             failed = True
             try:
-                result = redacted(await connection.call(tool, arguments))
+                pool = self.per_identity.get(server)
+                if pool is None:
+                    result = redacted(await connection.call(tool, arguments))
+                else:
+                    async with pool.use(identity) as own:
+                        result = redacted(await own.call(tool, arguments))
                 failed = bool(result.is_error)
                 if failed:
                     span.fail("tool_error", "the tool reported an error")
@@ -371,12 +373,12 @@ class McpManager:
                     self._on_call(server, time.perf_counter() - started, failed)
 
     async def call_tool(
-        self, server: str, tool: str, arguments: dict[str, Any], *, call_id: str = ""
+        self, server: str, tool: str, arguments: dict[str, Any], identity: Identity = ANONYMOUS, *, call_id: str = ""
     ) -> tuple[str, bool]:
-        """Run one tool; return the result text and whether it failed. Failures become text, never raise."""
+        """Run one tool as `identity`; return the result text and whether it failed. Failures become text."""
         limit = self.config.tool_result_max_chars
         try:
-            result = await self.call_raw(server, tool, arguments, call_id=call_id)
+            result = await self.call_raw(server, tool, arguments, identity, call_id=call_id)
         except ServerUnavailable as exc:
             message = str(exc)
         except Exception as exc:  # transport and protocol errors go back to the model as text
@@ -402,6 +404,7 @@ class McpManager:
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
+                **({"identities": self.per_identity[name].opened()} if name in self.per_identity else {}),
                 # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
                 **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }

@@ -1,5 +1,6 @@
 """What a connection hears from its server: a changed tool list, an answer to a ping, an error that means the
-server is gone, and an exception as one line for /healthz and the log."""
+server is gone, and an exception as one line for /healthz and the log; and what a call is told when there is no
+connection to make it on."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from mcp.shared.exceptions import MCPError
+
+
+class ServerUnavailable(Exception):
+    """The server is not connected (or not for this caller); the message says why."""
 
 
 class ListChanged(MessageHandler):

@@ -214,7 +214,8 @@ function searchesCell(searches) {
 async function loadRequests() {
   const data = await api("/admin/requests");
   fill("requests", data.requests.map((r) => row([
-    new Date(r.time * 1000).toLocaleTimeString(), el("td", r.id), num(r.status), r.model || "-", num(r.rounds),
+    new Date(r.time * 1000).toLocaleTimeString(), el("td", r.id), el("td", r.identity || "-"), num(r.status),
+    r.model || "-", num(r.rounds),
     searchesCell(r.searches), r.tools_called.join(", ") || "-", num(r.tokens_saved), num(r.total_ms),
   ], "request" + (r.likely_miss ? " miss" : ""))));
 }

@@ -17,6 +17,7 @@ from tests.unit.store.test_store import (
     test_entries_expire_their_ttl_after_their_last_write,
     test_incr_counts_within_a_window_set_by_the_first_increment,
     test_incr_is_atomic_across_concurrent_callers,
+    test_leases_are_bounded_renewed_and_expire_on_their_own,
     test_values_come_back_as_stored_and_owners_never_meet,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "test_entries_expire_their_ttl_after_their_last_write",
     "test_incr_counts_within_a_window_set_by_the_first_increment",
     "test_incr_is_atomic_across_concurrent_callers",
+    "test_leases_are_bounded_renewed_and_expire_on_their_own",
     "test_values_come_back_as_stored_and_owners_never_meet",
 ]
 

@@ -28,7 +28,10 @@ def test_each_path_gets_its_fronts_error_shape(path: str, shape: object) -> None
 
 def test_the_shapes_render_each_refusal_in_their_wire_format() -> None:
     assert shape_for("/mcp").refusal(403, "no", "origin_not_allowed")["error"]["code"] == -32600
-    assert shape_for("/mcp").unauthenticated("no")["error"]["code"] == "invalid_api_key"  # HTTP-level, as MCP's auth
+    # A missing key on /mcp is a JSON-RPC error too (its 401 status and WWW-Authenticate stay HTTP's), naming why.
+    unauthenticated = shape_for("/mcp").unauthenticated("no")
+    assert unauthenticated["jsonrpc"] == "2.0" and unauthenticated["error"]["code"] == -32600
+    assert unauthenticated["error"]["data"] == {"status": 401, "code": "invalid_api_key"}
     assert shape_for("/v1/messages").refusal(403, "no", "x")["error"]["type"] == "permission_error"
     assert shape_for("/v1/messages").unauthenticated("no")["error"]["type"] == "authentication_error"
     assert shape_for("/v1/models").unrouted(404, "Not Found")["error"]["type"] == "not_found_error"

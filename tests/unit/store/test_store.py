@@ -183,3 +183,28 @@ async def test_memory_expired_entries_free_their_bytes_when_read() -> None:
     await store.put(key("a"), b"x" * 100, ttl=1)
     now[0] = 1
     assert await store.get(key("a")) is None and store.bytes == 0 and len(store) == 0
+
+
+async def test_leases_are_bounded_renewed_and_expire_on_their_own(backend: Backend) -> None:
+    """Concurrency slots: at most `limit` holders, a holder renews its own, and a holder that never releases (a
+    replica that died) frees its slot when the lease runs out."""
+    store, slots = backend.store, key("concurrent")
+    assert await store.lease(slots, "a", 2, 0.5) and await store.lease(slots, "b", 2, 0.5)
+    assert not await store.lease(slots, "c", 2, 0.5), "both slots held"
+    assert await store.lease(slots, "a", 2, 0.5), "a holder renews its own slot"
+    await store.release(slots, "b")
+    assert await store.lease(slots, "c", 2, 0.5)
+    assert not await store.lease(key("concurrent", owner="bob"), "x", 0, 0.5) and await store.lease(
+        key("concurrent", owner="bob"), "x", 1, 0.5
+    ), "another owner's slots are its own"
+    await backend.wait(0.7)  # nobody renewed: every lease ran out
+    assert await store.lease(slots, "d", 2, 0.5) and await store.lease(slots, "e", 2, 0.5)
+
+
+async def test_memory_an_owners_own_bound_replaces_the_per_owner_bound() -> None:
+    store = MemoryStore(1000, 1 << 20, max_owner_bytes=8192, owner_bytes={"big": 40_000})
+    for index in range(8):
+        await store.put(key(str(index), owner="big"), b"x" * 4000)
+        await store.put(key(str(index), owner="small"), b"x" * 4000)
+    assert await store.get(key("0", owner="big")) is not None, "its own 40,000 bytes hold all eight"
+    assert await store.get(key("5", owner="small")) is None and await store.get(key("7", owner="small")) is not None

@@ -43,7 +43,7 @@ async def test_lazy_over_http_is_per_gateway_key(keyed: str) -> None:
 
 async def test_http_front_needs_a_key_and_honours_tool_sets(keyed: str) -> None:
     refused = httpx.post(f"{keyed}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+    assert refused.status_code == 401 and refused.json()["error"]["data"]["code"] == "invalid_api_key"  # JSON-RPC
     async with mcp_client(f"{keyed}/mcp?tool_set=money", "key-bob") as money:
         assert await names(money) == ["search_tools"]
         found = await money.call_tool_mcp("search_tools", {"server_name": "finance"})

@@ -1,0 +1,89 @@
+"""Servers that act as each caller: whose connection lists the tools, each identity's own config, and the bound
+on identities' connections open at once (the least recently used idle one closes to make room)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.config import ConfigError, McpServerConfig, parse_config
+from app.identity import Identities, Identity
+from app.mcp.client.identities import IdentityConnections, as_identity, lister
+from app.mcp.client.signals import ServerUnavailable
+
+SERVER = {"url": "http://mcp.test/mcp", "headers": {"Authorization": "Bearer ${identity.GH}", "X-Static": "s"}}
+
+
+def _config(server: dict[str, Any], *keys: dict[str, Any]) -> Any:
+    return parse_config({"mcpServers": {"gh": server}, "auth": {"api_keys": list(keys)}}, environ={})
+
+
+def test_the_first_identity_with_every_secret_lists_unless_list_as_says() -> None:
+    keys = [{"name": "a", "key": "1"}, {"name": "b", "key": "2", "secrets": {"GH": "b-tok"}}]
+    config = _config(SERVER, *keys)
+    server = config.mcp_servers["gh"]
+    assert server.identity_secrets == ["GH"]
+    listing = lister(server, Identities(config.auth))
+    assert listing is not None and listing.id == "b"
+    filled = as_identity(server, listing)
+    assert filled.headers == {"Authorization": "Bearer b-tok", "X-Static": "s"}
+    chosen = _config({**SERVER, "list_as": "a"}, *keys).mcp_servers["gh"]
+    assert lister(chosen, Identities(config.auth)) == Identity("a")
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ({**SERVER, "list_as": "nobody"}, "mcpServers.gh.list_as: 'nobody' is not a named identity"),
+        (SERVER, "mcpServers.gh: no identity in auth.api_keys has every secret it references (GH)"),
+    ],
+)
+def test_a_server_nobody_can_list_is_refused_at_start_up(server: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _config(server, {"name": "a", "key": "1"})
+    assert problem in "\n".join(caught.value.problems)
+
+
+class FakeConnection:
+    def __init__(self, config: McpServerConfig) -> None:
+        self.config = config
+        self.started = self.stopped = False
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+async def test_identities_connections_are_bounded_and_the_idle_one_goes() -> None:
+    server = McpServerConfig.model_validate({**SERVER, "max_identity_connections": 2})
+    made: list[FakeConnection] = []
+
+    def connect(config: McpServerConfig) -> Any:
+        made.append(FakeConnection(config))
+        return made[-1]
+
+    listing: Any = FakeConnection(server)
+    pool = IdentityConnections("gh", server, listing, Identity("lister"), connect)
+    people = [Identity(name, secrets={"GH": f"{name}-tok"}) for name in ("a", "b", "c")]
+    async with pool.use(Identity("lister", secrets={"GH": "x"})) as own:
+        assert own is listing, "the lister calls on the listing connection"
+    async with pool.use(people[0]) as first:
+        assert first.config.headers["Authorization"] == "Bearer a-tok"
+    async with pool.use(people[1]) as second:
+        assert first is not second and pool.opened() == ["a", "b"]
+        async with pool.use(people[0]):
+            with pytest.raises(ServerUnavailable, match="max_identity_connections"):
+                async with pool.use(people[2]):
+                    pass  # both busy: none can close
+    async with pool.use(people[1]):
+        pass  # b is used last: a is the least recently used
+    async with pool.use(people[2]):
+        assert pool.opened() == ["b", "c"] and made[0].stopped, "a, the least recently used, closed"
+    with pytest.raises(ServerUnavailable, match="needs this key's secret GH"):
+        async with pool.use(Identity("nosecret")):
+            pass
+    await pool.stop()
+    assert all(connection.stopped for connection in made)
