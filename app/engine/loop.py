@@ -54,6 +54,7 @@ from app.errors import GatewayError
 from app.identity import ANONYMOUS, Identity
 from app.mcp.client.connections import McpManager
 from app.mcp.client.results import truncate
+from app.offload import off_loop
 from app.providers import Route
 
 ROUND_SEPARATOR = "\n\n"  # between the text of two rounds, so they don't run together
@@ -257,7 +258,8 @@ class ChatLoop:
 
     async def _search(self, call: ToolCall) -> tuple[str, SearchDone]:
         """Run a search: each of its queries counts against the request's searches, and those past what is left
-        are named in its result, not run. Their vectors are computed first, in one batch off the event loop."""
+        are named in its result, not run. Their vectors are computed first, in one batch, and the search itself runs in
+        the worker pool too: ranking 10,000 tools, or stemming a long query's made-up words, is work input sizes."""
         span = self.trace.search(call)
         arguments, problem = parse_arguments(call)
         if problem:
@@ -269,7 +271,7 @@ class ChatLoop:
         left = self.max_searches - self.searches_run
         try:
             keyword_only = await self.tools.prepare_search(arguments, left)
-            outcome = self.tools.search(arguments, left, self.max_searches)
+            outcome = await off_loop(self.tools.search, arguments, left, self.max_searches)
         except BaseException as exc:
             spans.failed(span, exc)
             span.end()

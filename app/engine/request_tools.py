@@ -236,7 +236,7 @@ async def tools_for(
     if discovery.prefetch:
         text = latest_user_text(request.messages)
         await tools.prepare(text)
-        tools.prefetch(text, discovery.prefetch, discovery.prefetch_min_match)
+        await off_loop(tools.prefetch, text, discovery.prefetch, discovery.prefetch_min_match)
     return tools
 
 

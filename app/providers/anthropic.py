@@ -11,7 +11,7 @@ from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
 from app.codecs.anthropic.protocol import BETA_HEADER, AnthropicEvent, AnthropicMessage
 from app.codecs.anthropic.requests import request_body
 from app.config import ProviderConfig
-from app.core.model import Delta, UpstreamRequest
+from app.core.model import Delta, JsonObject, UpstreamRequest
 from app.errors import GatewayError
 from app.providers.base import HttpProvider, log_foreign_options, upstream_error
 
@@ -39,10 +39,13 @@ class AnthropicProvider(HttpProvider):
 
     async def complete(self, request: UpstreamRequest) -> Delta:
         log_foreign_options(self.name, request, "anthropic")
-        message = await self.post_json("/messages", self._body(request), self._headers(request))
+        message = await self.post_json("/messages", self._body(request), self._headers(request), check=self._message)
+        return delta_from_message(message)
+
+    def _message(self, message: JsonObject) -> JsonObject:
         if message.get("type") != "message":
             raise self.invalid_response("a response that is not a message")
-        return delta_from_message(self.checked(AnthropicMessage, message, "message"))
+        return self.checked(AnthropicMessage, message, "message")
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         log_foreign_options(self.name, request, "anthropic")

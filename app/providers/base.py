@@ -14,7 +14,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -119,15 +119,26 @@ class HttpProvider:
         return upstream_error(self.name, status, content)
 
     async def post_json(
-        self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        check: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
+        """The upstream's JSON answer, through `check` (its shape, answers.py). Decoding and checking a large answer
+        (hundreds of tool calls, up to `max_response_bytes`) takes tens of milliseconds or more: off the event loop."""
         response = await self._send_with_retries(path, body, False, headers)
         content = response.content
-        # Decoding a large answer takes milliseconds: off the event loop (the answer is already capped in size).
-        payload = await asyncio.to_thread(parse_json, content) if len(content) > 256 * 1024 else parse_json(content)
+        if len(content) > 256 * 1024:
+            return await asyncio.to_thread(self._decoded, content, check)
+        return self._decoded(content, check)
+
+    def _decoded(self, content: bytes, check: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+        payload = parse_json(content)
         if not isinstance(payload, dict):
             raise self.invalid_response("a response that is not a JSON object")
-        return payload
+        return check(payload) if check is not None else payload
 
     async def stream_events(
         self, path: str, body: dict[str, Any], headers: Mapping[str, str] | None = None

@@ -9,7 +9,7 @@ from app.codecs.openai_chat.answer_types import Chunk, Completion
 from app.codecs.openai_chat.answers import ReasoningDetails, delta_from_chunk, delta_from_completion
 from app.codecs.openai_chat.requests import to_openai
 from app.config import ProviderConfig
-from app.core.model import Delta, UpstreamRequest
+from app.core.model import Delta, JsonObject, UpstreamRequest
 from app.providers.base import HttpProvider, log_foreign_options
 
 
@@ -20,8 +20,11 @@ class OpenAIProvider(HttpProvider):
 
     async def complete(self, request: UpstreamRequest) -> Delta:
         log_foreign_options(self.name, request, "openai")
-        answer = await self.post_json("/chat/completions", to_openai(request))
-        return delta_from_completion(self.checked(Completion, answer, "chat completion"))
+        answer = await self.post_json("/chat/completions", to_openai(request), check=self._completion)
+        return delta_from_completion(answer)
+
+    def _completion(self, answer: JsonObject) -> JsonObject:
+        return self.checked(Completion, answer, "chat completion")
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         log_foreign_options(self.name, request, "openai")

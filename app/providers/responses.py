@@ -41,12 +41,14 @@ class ResponsesProvider(HttpProvider):
         super().__init__(name, config, auth, unset_key_variable)
 
     async def complete(self, request: UpstreamRequest) -> Delta:
-        answer = await self.post_json("/responses", with_reasoning_kept(request_body(request)))
-        response = self.checked(Response, answer, "response")
+        response = await self.post_json("/responses", with_reasoning_kept(request_body(request)), check=self._response)
         problem = failed(response)
         if problem is not None:
             raise self.reported(problem)
         return delta_from_response(response)
+
+    def _response(self, answer: JsonObject) -> JsonObject:
+        return self.checked(Response, answer, "response")
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         decoder = StreamDecoder()

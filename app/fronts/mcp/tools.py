@@ -87,12 +87,16 @@ class LazySearch(Tool):
         tools = await self._tools()
         with tracing.span(f"execute_tool {SEARCH_TOOL_NAME}", search_attributes()) as span:
             keyword_only = await tools.prepare_search(arguments)
-            outcome = tools.search(arguments)
+            outcome = await off_loop(tools.search, arguments)
             searched(span, outcome)
         if tools.found_by_search:
             await self._enable(tools.discovered)
             await get_context().send_notification(mcp_types.ToolListChangedNotification())
         return ToolResult(content=f"{outcome.text}\n\n{keyword_only}" if keyword_only else outcome.text)
+
+
+def _nothing_loaded(name: str) -> bool:
+    return False
 
 
 class ProxySearch(Tool):
@@ -113,8 +117,14 @@ class ProxySearch(Tool):
         encoding = EncodeBudget(semantic.settings.query_tokens_per_request) if semantic is not None else None
         with tracing.span(f"execute_tool {SEARCH_TOOL_NAME}", search_attributes()) as span:
             keyword_only = await prepare_search(self._discovery, arguments, self._budget, encoding)
-            outcome = run_search(
-                arguments, self._discovery, lambda name: False, self._limit, loaded_note=PROXY_NOTE, budget=self._budget
+            outcome = await off_loop(
+                run_search,
+                arguments,
+                self._discovery,
+                _nothing_loaded,
+                self._limit,
+                loaded_note=PROXY_NOTE,
+                budget=self._budget,
             )
             if keyword_only:
                 outcome = replace(outcome, text=f"{outcome.text}\n\n{keyword_only}")

@@ -123,3 +123,37 @@ async def test_long_searches_past_the_encoding_budget_are_ranked_by_keywords_and
     told = ["Ranked by keywords alone, not by meaning" in text for text in results]
     assert told == [False, False, True, True, True, True]
     assert f"({budget}, semantic.query_tokens_per_request)" in results[-1]
+
+
+async def test_searches_and_a_large_answer_are_worked_off_the_event_loop(
+    upstream: Upstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranking (10,000 tools, or a long query's made-up words to stem) and checking a large upstream answer (a reply
+    of hundreds of calls) are sized by input: they run in the worker pool, so the loop serves others meanwhile."""
+    import threading
+
+    from app.providers import answers
+
+    threads: dict[str, list[str]] = {"search": [], "check": []}
+    run_search, problem = request_tools.run_search, answers.problem
+
+    def searched(*args: Any, **kwargs: Any) -> Any:
+        threads["search"].append(threading.current_thread().name)
+        return run_search(*args, **kwargs)
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        threads["check"].append(threading.current_thread().name)
+        return problem(*args, **kwargs)
+
+    monkeypatch.setattr(request_tools, "run_search", searched)
+    monkeypatch.setattr("app.providers.base.problem", checked)
+    client, _ = await gateway_factory(make_config(max_tool_calls_per_round=300, max_searches_per_request=4))
+    made_up = " ".join(f"w{index}x" for index in range(300))
+    upstream.script(
+        completion(calls=[("search_tools", {"query": f"{made_up} {n}"}) for n in range(300)]), completion("ok")
+    )
+    response = await client.post("/v1/chat/completions", json=chat_body("find everything"))
+    assert response.status_code == 200, response.text
+    assert len(threads["search"]) == 4 and all(name.startswith("toolsift-work") for name in threads["search"])
+    assert threads["check"][0] != threading.main_thread().name, "the 300-call answer was checked off the loop"
+    assert threads["check"][-1] == threading.main_thread().name, "a small answer is checked in place"
