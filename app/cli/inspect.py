@@ -93,6 +93,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
             print(f"\n{name} is down; the last lines it wrote on stderr:")
             for line in h["stderr"]:
                 print(f"  | {line}")
+    print(f"\n{scaling_line(config)}")
     unready = config.provider_problems()
     if unready:
         print(f"warning: {unready}; chat requests will fail until one can serve", file=sys.stderr)
@@ -101,6 +102,16 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         print(f"{len(down)} server(s) down: {', '.join(down)}", file=sys.stderr)
         return 1
     return 0
+
+
+def scaling_line(config: Config) -> str:
+    """Where per-caller state lives, and so whether `serve --workers N` and replicas can serve this config."""
+    if config.sessions.redis_url:
+        return "state: shared in Redis (sessions.redis_url): `serve --workers N` and replicas share callers' state"
+    return (
+        "state: in this process's memory: `serve --workers N` (N > 1) and replicas behind a load balancer need "
+        "sessions.redis_url"
+    )
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:
