@@ -34,7 +34,7 @@ from app.inspection import (
     search_report,
     tool_rows,
 )
-from app.mcp.client.connections import ServerState
+from app.mcp.client.state import ServerState
 
 
 @asynccontextmanager

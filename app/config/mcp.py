@@ -35,6 +35,9 @@ class McpServerConfig(Strict):
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
     tool_timeout: float | None = Field(None, gt=0)
+    instances: int = Field(
+        1, ge=1, le=64, description="stdio only: processes of this server, calls spread over them, each restarted alone"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -49,6 +52,8 @@ class McpServerConfig(Strict):
             raise ValueError("transport 'stdio' needs 'command', not 'url'")
         if self.command and self.transport not in (None, "stdio"):
             raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
+        if self.url and self.instances > 1:
+            raise ValueError("'instances' applies to stdio servers ('command'): a remote server scales on its side")
         return self
 
     @property

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any
 
 import mcp_types
@@ -22,8 +21,10 @@ from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.limits import Listing, bounded_listing
+from app.mcp.client.pool import ServerPool
 from app.mcp.client.results import error_text, redacted, result_text
 from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
+from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
@@ -33,21 +34,10 @@ from app.schema_check import first_error
 log = logging.getLogger("toolsift.mcp")
 
 
-class ServerState(StrEnum):
-    CONNECTING = "connecting"
-    UP = "up"
-    DOWN = "down"
-    DISABLED = "disabled"
-
-
 RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
 LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
 LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
-
-
-class ServerUnavailable(Exception):
-    """The server is not connected; the message says why."""
 
 
 class ServerConnection:
@@ -219,11 +209,19 @@ class ServerConnection:
     async def _lost_or_refresh(self) -> None:
         lost = asyncio.ensure_future(self._lost.wait())
         refresh = asyncio.ensure_future(self._refresh.wait())
+        waits: set[asyncio.Future[Any]] = {lost, refresh}
+        if self.output is not None:  # a stdio process that exits is lost at once
+            waits.add(asyncio.ensure_future(self._exited()))
         try:
-            await asyncio.wait({lost, refresh}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            lost.cancel()
-            refresh.cancel()
+            for wait in waits:
+                wait.cancel()
+
+    async def _exited(self) -> None:
+        assert self.output is not None
+        await self.output.exited()
+        self._lost.set()
 
     def request_refresh(self) -> None:
         self._refresh.set()
@@ -282,10 +280,11 @@ class McpManager:
         # never finds a catalog whose discovery is still to build.
         self.preparers: list[Callable[[Catalog], None]] = []
         self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
-        self.connections = {
-            name: ServerConnection(name, server, config, self._changed, (targets or {}).get(name))
-            for name, server in config.mcp_servers.items()
-        }
+        self.connections: dict[str, ServerConnection | ServerPool] = {}
+        for name, server in config.mcp_servers.items():
+            target = (targets or {}).get(name)
+            members = [ServerConnection(name, server, config, self._changed, target) for _ in range(server.instances)]
+            self.connections[name] = members[0] if len(members) == 1 else ServerPool(name, members)
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
         self.started_at = time.monotonic()
@@ -333,7 +332,7 @@ class McpManager:
             await asyncio.shield(self._rebuilding)
 
     async def start(self) -> None:
-        async def start_one(connection: ServerConnection) -> None:
+        async def start_one(connection: ServerConnection | ServerPool) -> None:
             await connection.start()
             if self.on_started is not None:
                 self.on_started(connection.name, connection.state.value)
@@ -392,6 +391,7 @@ class McpManager:
                 "deferred": deferral[name].deferred,
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
+                **({"instances": conn.instances()} if isinstance(conn, ServerPool) else {}),
                 # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
                 **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }
