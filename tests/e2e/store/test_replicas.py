@@ -1,0 +1,176 @@
+"""Two `toolsift serve` processes (replicas behind a load balancer) on one real redis-server: what one caller did
+on one replica is there on the other, and a replica stopped with SIGTERM finishes what it was serving.
+
+Shared through Redis: a chat session's discoveries, a stored response (`previous_response_id`, through the openai
+SDK), an MCP client's enabled tools (`/mcp`, lazy mode, on the sessionless protocol). Per process: the stdio MCP
+servers each replica runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, free_port
+from tests.support.mcp import mcp_client, names, text
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+
+KEY = "key-team-replicas"
+AS_TEAM = {"Authorization": f"Bearer {KEY}"}
+WHOAMI = str(SERVERS.parent.parent / "tests" / "servers" / "whoami.py")
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedUpstream]:
+    server = ScriptedUpstream().start()
+    yield server
+    server.stop()
+
+
+class Replica:
+    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+        self.process, self.base = process, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def replicas(
+    redis_url: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Replica, Replica]]:
+    """Two gateways on one config and one Redis, started together."""
+    config = {
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0}},
+        "models": {"fast": {"provider": "up", "model": "gpt-test-mini"}},
+        "mcpServers": {
+            "textkit": {"command": "python", "args": [str(SERVERS / "textkit.py")], "defer_loading": True},
+            "finance": {"command": "python", "args": [str(SERVERS / "finance.py")], "defer_loading": True},
+            "who": {"command": "python", "args": [WHOAMI], "defer_loading": False},
+        },
+        "tool_discovery": {"semantic": {"enabled": False}},
+        "auth": {"api_keys": [KEY]},
+        "sessions": {"redis_url": redis_url},
+        "shutdown_grace_seconds": 30,
+    }
+    path = tmp_path_factory.mktemp("replicas") / "config.json"
+    path.write_text(json.dumps(config))
+    started = []
+    for _ in range(2):
+        port = free_port()
+        command = [TOOLSIFT, "serve", "--config", str(path), "--port", str(port), "--log-level", "warning"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(Replica(process, port))
+    try:
+        for replica in started:
+            _wait_ready(replica)
+        yield started[0], started[1]
+    finally:
+        for replica in started:
+            if replica.process.poll() is None:
+                replica.process.terminate()
+                replica.process.wait(30)
+
+
+def _wait_ready(replica: Replica) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert replica.process.poll() is None, "the replica exited"
+        try:
+            health = httpx.get(f"{replica.base}/healthz", timeout=2).json()
+            if all(server["state"] == "up" for server in health["servers"].values()):
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError("the replica did not come up")
+
+
+def _chat(replica: Replica, body: dict[str, object], session: str) -> httpx.Response:
+    return httpx.post(
+        f"{replica.base}/v1/chat/completions", json=body, headers={**AS_TEAM, "X-Session-Id": session}, timeout=60
+    )
+
+
+def test_a_sessions_discoveries_found_on_one_replica_are_callable_on_the_other(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
+) -> None:
+    a, b = replicas
+    scripted.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("found it"))
+    assert _chat(a, chat_body("find a slug tool"), "conversation-1").status_code == 200
+    scripted.script(completion(calls=[("textkit__slugify", {"text": "Hello Replicas"})]), completion("done"))
+    answered = _chat(b, chat_body("now slug it"), "conversation-1")
+    assert answered.status_code == 200
+    assert "textkit__slugify" in scripted.tool_names(0), "B sends the tool A's search found"
+    assert scripted.requests[1]["messages"][-1]["content"] == "hello-replicas", "and runs it"
+    assert answered.json()["tool_discovery"]["tools_called"] == ["textkit__slugify"]
+
+
+async def test_a_response_stored_on_one_replica_is_continued_on_the_other(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
+) -> None:
+    a, b = replicas
+    scripted.script(completion("First answer, from A."), completion("Second answer, from B."))
+    on_a = openai.AsyncOpenAI(base_url=f"{a.base}/v1", api_key=KEY, max_retries=0)
+    on_b = openai.AsyncOpenAI(base_url=f"{b.base}/v1", api_key=KEY, max_retries=0)
+    made = await on_a.responses.create(model="fast", input="hello")
+    answer = await on_b.responses.create(model="fast", input="and again", previous_response_id=made.id)
+    assert answer.output_text == "Second answer, from B."
+    assert scripted.requests[-1]["messages"][:2] == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "First answer, from A."},
+    ]
+    assert (await on_b.responses.retrieve(made.id)).id == made.id
+    await on_a.close()
+    await on_b.close()
+
+
+async def test_an_mcp_clients_enabled_tools_follow_it_to_the_other_replica(replicas: tuple[Replica, Replica]) -> None:
+    a, b = replicas
+    quote = "finance__get_stock_quote"
+    async with mcp_client(f"{a.base}/mcp", KEY) as on_a:
+        assert quote not in await names(on_a)
+        found = await on_a.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
+        assert quote in text(found) and quote in await names(on_a)
+    async with mcp_client(f"{b.base}/mcp", KEY) as on_b:
+        assert on_b.protocol_version == "2026-07-28", "sessionless: the client is its key, on any replica"
+        assert quote in await names(on_b), "enabled on A, listed on B"
+        ran = await on_b.call_tool_mcp(quote, {"symbol": "AAPL"})
+        assert not ran.is_error and "AAPL" in text(ran)
+
+
+async def test_a_replica_stopped_with_sigterm_finishes_its_in_flight_request(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
+) -> None:
+    """Runs last: it stops replica B. A request in the middle of a 3-second MCP call on B when B gets SIGTERM
+    is answered in full; B exits; A serves on."""
+    a, b = replicas
+    scripted.script(completion(calls=[("who__whoami", {"seconds": 3})]), completion("finished after the signal"))
+    async with httpx.AsyncClient(timeout=60) as client:
+        body = chat_body("a slow one")
+        in_flight = asyncio.ensure_future(client.post(f"{b.base}/v1/chat/completions", json=body, headers=AS_TEAM))
+        for _ in range(200):  # until the first round is answered: the slow MCP call is running
+            if scripted.requests or in_flight.done():
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        assert not in_flight.done()
+        b.process.send_signal(signal.SIGTERM)
+        answered = await in_flight
+    assert answered.status_code == 200
+    assert answered.json()["choices"][0]["message"]["content"] == "finished after the signal"
+    assert scripted.requests[1]["messages"][-1]["content"].startswith("pid "), "the slow call's own result"
+    assert await asyncio.to_thread(b.process.wait, 30) in (0, -signal.SIGTERM)
+    scripted.script(completion("A is still here"))
+    on_a = httpx.post(f"{a.base}/v1/chat/completions", json=chat_body("still there?"), headers=AS_TEAM, timeout=60)
+    assert on_a.json()["choices"][0]["message"]["content"] == "A is still here"
