@@ -152,8 +152,8 @@ async def test_an_mcp_clients_enabled_tools_follow_it_to_the_other_replica(repli
 async def test_a_replica_stopped_with_sigterm_finishes_its_in_flight_request(
     replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
 ) -> None:
-    """Runs last: it stops replica B. A request in the middle of a 3-second MCP call on B when B gets SIGTERM
-    is answered in full; B exits; A serves on."""
+    """The last test on the replicas: it stops B. A request in the middle of a 3-second MCP call on B when B gets
+    SIGTERM is answered in full; B exits; A serves on."""
     a, b = replicas
     scripted.script(completion(calls=[("who__whoami", {"seconds": 3})]), completion("finished after the signal"))
     async with httpx.AsyncClient(timeout=60) as client:
@@ -174,3 +174,56 @@ async def test_a_replica_stopped_with_sigterm_finishes_its_in_flight_request(
     scripted.script(completion("A is still here"))
     on_a = httpx.post(f"{a.base}/v1/chat/completions", json=chat_body("still there?"), headers=AS_TEAM, timeout=60)
     assert on_a.json()["choices"][0]["message"]["content"] == "A is still here"
+
+
+def test_several_workers_on_one_port_share_a_session_through_redis(
+    redis_url: str, scripted: ScriptedUpstream, tmp_path: Path
+) -> None:
+    """`serve --workers 2`: two worker processes on one port, each with its own stdio MCP server; whichever
+    worker a request reaches, the session's discoveries are there."""
+    config = {
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0}},
+        "models": {"fast": {"provider": "up", "model": "gpt-test-mini"}},
+        "mcpServers": {"textkit": {"command": "python", "args": [str(SERVERS / "textkit.py")], "defer_loading": True}},
+        "tool_discovery": {"semantic": {"enabled": False}},
+        "auth": {"api_keys": [KEY]},
+        "sessions": {"redis_url": redis_url},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    port = free_port()
+    command = [
+        TOOLSIFT,
+        "serve",
+        "--config",
+        str(path),
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    served = Replica(process, port)
+    try:
+        _wait_ready(served)
+        workers = _children(process.pid)
+        workers = [pid for pid in workers if _children(pid)]  # uvicorn's workers, each with its stdio server
+        assert len(workers) == 2 and all(len(_children(worker)) == 1 for worker in workers), "per process"
+        scripted.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("found"))
+        assert _chat(served, chat_body("find it"), "workers-1").status_code == 200
+        for turn in range(6):  # new connections each time: the kernel spreads them over both workers
+            scripted.script(completion("again"))
+            assert _chat(served, chat_body(f"turn {turn}"), "workers-1").status_code == 200
+            assert "textkit__slugify" in scripted.tool_names(0), f"turn {turn} knows the session's find"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
