@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, free_port
+from tests.support import ROOT, SERVERS, ScriptedUpstream, chat_body, completion, free_port
 from tests.support.mcp import mcp_client, names, text
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
@@ -149,6 +149,74 @@ async def test_an_mcp_clients_enabled_tools_follow_it_to_the_other_replica(repli
         assert not ran.is_error and "AAPL" in text(ran)
 
 
+@pytest.fixture(scope="module")
+def balancer(replicas: tuple[Replica, Replica], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """HAProxy on compose's deploy/haproxy.cfg, its replicas found on loopback instead of Docker's DNS."""
+    if shutil.which("haproxy") is None:
+        pytest.skip("needs haproxy")
+    port = free_port()
+    servers = "".join(
+        f"    server gateway{number} {replica.base.removeprefix('http://')} check inter 1s fall 1 rise 1\n"
+        for number, replica in enumerate(replicas)
+    )
+    lines = []
+    for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines(keepends=True):
+        skipped = ("resolvers ", "nameserver ", "accepted_payload_size", "hold ", "log stdout", "maxconn ")
+        if line.strip().startswith(skipped):  # Docker's DNS, its log and its file limits
+            continue
+        if line.strip().startswith("default-server "):
+            continue
+        if line.strip().startswith("server-template "):
+            line = servers
+        lines.append(line.replace("bind :8000", f"bind 127.0.0.1:{port}"))
+    path = tmp_path_factory.mktemp("balancer") / "haproxy.cfg"
+    path.write_text("".join(lines))
+    process = subprocess.Popen(
+        ["haproxy", "-db", "-f", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while not _answers(f"{base}/lb-healthz"):
+            assert time.monotonic() < deadline and process.poll() is None, "haproxy did not start"
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _mcp_post(url: str, headers: dict[str, str], method: str, params: dict[str, object], id: int) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+    accept = {"Accept": "application/json, text/event-stream"}
+    return httpx.post(url, json=body, headers={**AS_TEAM, **accept, **headers}, timeout=30)
+
+
+def test_behind_the_balancer_a_handshake_era_mcp_session_sticks_to_its_replica(
+    balancer: str, replicas: tuple[Replica, Replica]
+) -> None:
+    """An MCP session before 2026-07-28 lives in the replica that opened it: the other answers 404, and the
+    balancer sends every request of the session to the right one."""
+    info = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old-client", "version": "1"}}
+    opened = _mcp_post(f"{balancer}/mcp", {}, "initialize", info, 1)
+    assert opened.status_code == 200
+    session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    httpx.post(f"{balancer}/mcp", json=note, headers={**AS_TEAM, **session}, timeout=30)
+    direct = [_mcp_post(f"{replica.base}/mcp", session, "tools/list", {}, 2).status_code for replica in replicas]
+    assert sorted(direct) == [200, 404], "one replica holds the session"
+    for number in range(6):
+        listed = _mcp_post(f"{balancer}/mcp", session, "tools/list", {}, 10 + number)
+        assert listed.status_code == 200 and "search_tools" in listed.text
+
+
 async def test_a_replica_stopped_with_sigterm_finishes_its_in_flight_request(
     replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
 ) -> None:
@@ -174,6 +242,21 @@ async def test_a_replica_stopped_with_sigterm_finishes_its_in_flight_request(
     scripted.script(completion("A is still here"))
     on_a = httpx.post(f"{a.base}/v1/chat/completions", json=chat_body("still there?"), headers=AS_TEAM, timeout=60)
     assert on_a.json()["choices"][0]["message"]["content"] == "A is still here"
+
+
+def test_with_one_replica_stopped_the_balancer_answers_every_request(
+    balancer: str, replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
+) -> None:
+    """After B's SIGTERM (above): the balancer's health check takes B out, and a request that still went to it is
+    sent to A instead (`option redispatch`)."""
+    assert replicas[1].process.poll() is not None, "B was stopped"
+    scripted.fallback = completion("answered")
+    try:
+        for _ in range(6):
+            answered = httpx.post(f"{balancer}/v1/chat/completions", json=chat_body("hi"), headers=AS_TEAM, timeout=60)
+            assert answered.status_code == 200
+    finally:
+        scripted.fallback = None
 
 
 def test_several_workers_on_one_port_share_a_session_through_redis(
