@@ -44,3 +44,13 @@ def test_zero_workers_is_a_mistake(tmp_path: Path, capsys: pytest.CaptureFixture
     with mock.patch("uvicorn.run") as started:
         assert main(["serve", "--config", write_config(tmp_path), "--workers", "0"]) == 2
     assert not started.called and "--workers must be 1 or more" in capsys.readouterr().err
+
+
+def test_check_says_where_callers_state_lives() -> None:
+    from app.cli.inspect import scaling_line
+    from app.config import parse_config
+
+    in_memory = scaling_line(parse_config({}, environ={}))
+    assert in_memory.startswith("state: in this process's memory") and "sessions.redis_url" in in_memory
+    shared = scaling_line(parse_config({"sessions": {"redis_url": "redis://127.0.0.1:6379/0"}}, environ={}))
+    assert shared.startswith("state: shared in Redis") and "--workers N" in shared
