@@ -123,10 +123,13 @@ class ServerOutput:
         """Return when the last process ends (never, when there is none to watch): a server that dies while idle
         is seen at once, not at the next liveness ping."""
         process = self._process
-        if process is None:
-            await asyncio.Event().wait()
-        with contextlib.suppress(Exception):
-            await process.wait()
+        try:
+            if process is not None:
+                await process.wait()
+                return
+        except Exception:  # a process that cannot be waited for is left to the liveness ping
+            pass
+        await asyncio.Event().wait()
 
     @property
     def exit(self) -> str | None:

@@ -106,3 +106,19 @@ def test_instances_is_for_stdio_servers() -> None:
         parse_config({"mcpServers": {"r": {"url": "http://127.0.0.1:1/mcp", "instances": 2}}}, environ={})
     with pytest.raises(ConfigError):
         parse_config({"mcpServers": {"z": {"command": "x", "instances": 0}}}, environ={})
+
+
+async def test_a_process_that_cannot_be_waited_for_is_not_taken_for_dead() -> None:
+    from app.mcp.client.stderr import ServerOutput
+
+    class Unwaitable:
+        pid, returncode = 4242, None
+
+        async def wait(self) -> int:
+            raise RuntimeError("no child watcher")
+
+    output = ServerOutput("who")
+    output._process = Unwaitable()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(output.exited(), 0.2)
+    assert output.pid == 4242 and not output.finished
