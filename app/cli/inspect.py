@@ -70,6 +70,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
+    print(scaling_line(config), file=sys.stderr)
     async with connected(config) as gateway:
         manager = gateway.mcp
         health = manager.health()
@@ -93,7 +94,6 @@ async def check(config: Config, _: argparse.Namespace) -> int:
             print(f"\n{name} is down; the last lines it wrote on stderr:")
             for line in h["stderr"]:
                 print(f"  | {line}")
-    print(f"\n{scaling_line(config)}")
     unready = config.provider_problems()
     if unready:
         print(f"warning: {unready}; chat requests will fail until one can serve", file=sys.stderr)
