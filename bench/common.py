@@ -200,15 +200,20 @@ def demo_config(**changes: Any) -> dict[str, Any]:
 
 
 def start_gateway(
-    config: dict[str, Any], port: int, env: dict[str, str] | None = None, log: IO[str] | None = None
+    config: dict[str, Any],
+    port: int,
+    env: dict[str, str] | None = None,
+    log: IO[str] | None = None,
+    extra: list[str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], Path]:
-    """`toolsift serve` on `config` in its own process; returns it and its working directory."""
+    """`toolsift serve` on `config` in its own process (with `extra` arguments, e.g. `--workers 2`); returns it and
+    its working directory."""
     workdir = Path(tempfile.mkdtemp(prefix="toolsift-bench-"))
     (workdir / "config.json").write_text(json.dumps(config))
     toolsift = Path(sys.executable).parent / "toolsift"
     command = [str(toolsift), "serve", "--config", str(workdir / "config.json"), "--port", str(port)]
     process = subprocess.Popen(
-        [*command, "--log-level", "warning"],
+        [*command, "--log-level", "warning", *(extra or [])],
         env=env,
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT if log else subprocess.DEVNULL,

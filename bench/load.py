@@ -2,9 +2,18 @@
 
 Starts the fake upstream and `toolsift serve` on the demo config (stdio MCP servers) as separate processes on
 loopback, runs `--clients` concurrent conversations for `--seconds`, streaming or not, and reports throughput,
-latency percentiles, errors and the gateway's peak RSS (sampled from /proc). Ends by itself.
+latency percentiles, CPU per conversation, errors and the gateway's peak RSS (sampled from /proc). Ends by itself.
 
-    python bench/load.py [--clients 200] [--seconds 60] [--stream] [--no-record] [--out NAME]
+Several setups in one run, one after the other, on the same clients and the same fake upstream:
+- `--instances 1,4`: one gateway process for each count of processes of the finance server (the stdio server
+  every conversation calls), side by side;
+- `--replicas R --workers W` (R x W > 1): then also R gateways of W worker processes each, sharing state in one
+  redis-server (started here; needs it on PATH), the clients spread over the replicas (each client keeps one).
+  CPU per conversation counts every process of the setup (gateways, workers, stdio servers, Redis): on a machine
+  with few cores this shows what sharing state costs, not a gain.
+
+    python bench/load.py [--clients 200] [--seconds 60] [--stream] [--instances 1,4] [--replicas 2 --workers 2]
+                         [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -12,12 +21,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -34,12 +45,43 @@ from common import (  # noqa: E402
     wait_until_up,
 )
 
+TICKS = os.sysconf("SC_CLK_TCK")
+CALLED_SERVER = "finance"  # the stdio server each conversation calls (finance__convert_currency)
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of `pid` and its children (the stdio MCP servers), in MB."""
+
+@dataclass(frozen=True)
+class Setup:
+    replicas: int = 1
+    workers: int = 1
+    instances: int = 1
+
+    @property
+    def label(self) -> str:
+        shape = "1 process" if self.replicas * self.workers == 1 else f"{self.replicas} x {self.workers} workers"
+        return f"{shape}, {CALLED_SERVER} x{self.instances}"
+
+    @property
+    def shared(self) -> bool:
+        return self.replicas * self.workers > 1
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (workers, the stdio MCP servers), read from /proc."""
+    found, queue = [], [pid]
+    while queue:
+        one = queue.pop()
+        found.append(one)
+        try:
+            queue.extend(int(child) for child in Path(f"/proc/{one}/task/{one}/children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def rss_mb(roots: list[int]) -> float:
+    """Resident memory of the setup's processes and their children, in MB."""
     total = 0
-    pids = [pid] + [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    for one in pids:
+    for one in (pid for root in roots for pid in process_tree(root)):
         try:
             for line in Path(f"/proc/{one}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -47,6 +89,18 @@ def rss_mb(pid: int) -> float:
         except OSError:
             continue
     return total / 1024
+
+
+def cpu_seconds(roots: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process of the setup, by pid."""
+    used = {}
+    for one in (pid for root in roots for pid in process_tree(root)):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used[one] = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    return used
 
 
 async def conversation(client: httpx.AsyncClient, url: str, stream: bool) -> None:
@@ -66,36 +120,45 @@ async def conversation(client: httpx.AsyncClient, url: str, stream: bool) -> Non
         raise RuntimeError("the loop did not run")
 
 
-async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pid: int) -> dict[str, Any]:
+async def drive(urls: list[str], clients: int, seconds: float, stream: bool, roots: list[int]) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
     reasons: dict[str, int] = {}
-    peak = rss_mb(gateway_pid)
+    peak = rss_mb(roots)
     samples: list[float] = []
+    cpu_before = cpu_seconds(roots)
     stop = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    per_url = max(1, clients // len(urls) + 1)
+    limits = httpx.Limits(max_connections=per_url, max_keepalive_connections=per_url)
+    pools = [httpx.AsyncClient(timeout=60, limits=limits) for _ in urls]
 
-        async def worker() -> None:
-            nonlocal errors
-            while time.monotonic() < stop:
-                started = time.perf_counter()
-                try:
-                    await conversation(client, url, stream)
-                    latencies.append(time.perf_counter() - started)
-                except Exception as exc:  # counted and reported below
-                    errors += 1
-                    reason = f"{type(exc).__name__}: {str(exc)[:160]}"
-                    reasons[reason] = reasons.get(reason, 0) + 1
+    async def worker(number: int) -> None:
+        nonlocal errors
+        client, url = pools[number % len(urls)], urls[number % len(urls)]
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            try:
+                await conversation(client, url, stream)
+                latencies.append(time.perf_counter() - started)
+            except Exception as exc:  # counted and reported below
+                errors += 1
+                reason = f"{type(exc).__name__}: {str(exc)[:160]}"
+                reasons[reason] = reasons.get(reason, 0) + 1
 
-        async def sampler() -> None:
-            nonlocal peak
-            while time.monotonic() < stop:
-                samples.append(rss_mb(gateway_pid))
-                peak = max(peak, samples[-1])
-                await asyncio.sleep(1)
+    async def sampler() -> None:
+        nonlocal peak
+        while time.monotonic() < stop:
+            samples.append(rss_mb(roots))
+            peak = max(peak, samples[-1])
+            await asyncio.sleep(1)
 
-        await asyncio.gather(sampler(), *(worker() for _ in range(clients)))
+    try:
+        await asyncio.gather(sampler(), *(worker(number) for number in range(clients)))
+    finally:
+        for pool in pools:
+            await pool.aclose()
+    cpu_after = cpu_seconds(roots)
+    cpu = sum(used - cpu_before.get(pid, 0.0) for pid, used in cpu_after.items())
     ms = [value * 1000 for value in latencies]
     third = max(1, len(samples) // 3)
     return {
@@ -104,6 +167,7 @@ async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pi
         "per_s": len(latencies) / seconds,
         "p50": percentile(ms, 0.5) if ms else 0.0,
         "p99": percentile(ms, 0.99) if ms else 0.0,
+        "cpu_ms_per_conversation": cpu * 1000 / len(latencies) if latencies else 0.0,
         "rss_peak": peak,
         "rss_first_third": sum(samples[:third]) / third if samples else 0.0,
         "rss_last_third": sum(samples[-third:]) / third if samples else 0.0,
@@ -111,64 +175,144 @@ async def drive(url: str, clients: int, seconds: float, stream: bool, gateway_pi
     }
 
 
+def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+    if shutil.which("redis-server") is None:
+        raise SystemExit("--replicas/--workers share state in Redis: install redis-server (it is started here)")
+    port = free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() == b"PONG":
+            return process, f"redis://127.0.0.1:{port}/0"
+        time.sleep(0.1)
+    process.terminate()
+    raise SystemExit("redis-server did not start")
+
+
+def run_setup(setup: Setup, args: argparse.Namespace, env: dict[str, str], log: IO[str]) -> dict[str, Any]:
+    config = demo_config()
+    config["models"]["discovery"] = {"provider": "openai", "model": "discovery"}
+    config["mcpServers"][CALLED_SERVER]["instances"] = setup.instances
+    redis = None
+    if setup.shared:
+        redis, url = start_redis()
+        config["sessions"] = {"redis_url": url}
+    gateways = []
+    try:
+        for _ in range(setup.replicas):
+            port = free_port()
+            process, _ = start_gateway(config, port, env, log, ["--workers", str(setup.workers)])
+            gateways.append((process, port))
+        for process, port in gateways:
+            wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
+        urls = [f"http://127.0.0.1:{port}/v1/chat/completions" for _, port in gateways]
+        roots = [process.pid for process, _ in gateways] + ([redis.pid] if redis is not None else [])
+        return asyncio.run(drive(urls, args.clients, args.seconds, args.stream, roots))
+    finally:
+        for process, _ in gateways:
+            process.terminate()
+        for process, _ in gateways:
+            process.wait(60)
+        if redis is not None:
+            redis.terminate()
+            redis.wait(15)
+
+
+def setups(args: argparse.Namespace) -> list[Setup]:
+    counts = [int(count) for count in args.instances.split(",")]
+    if not counts or min(counts) < 1 or max(counts) > 16:
+        raise SystemExit("--instances: counts from 1 to 16, e.g. 1,4")
+    planned = [Setup(instances=count) for count in counts]
+    if args.replicas * args.workers > 1:
+        planned.append(Setup(args.replicas, args.workers, counts[0]))
+    return planned
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--instances", default="1", help="processes of the called stdio server, e.g. 1,4")
+    parser.add_argument("--replicas", type=int, default=1, help="gateways sharing one Redis (with --workers)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes of each replica")
     add_record_options(parser, "load")
     args = parser.parse_args()
-    if args.clients > 1000 or args.seconds > 600:
-        raise SystemExit("bounded: at most 1000 clients and 600 s")
+    if args.clients > 1000 or args.seconds > 600 or args.replicas > 8 or args.workers > 8:
+        raise SystemExit("bounded: at most 1000 clients, 600 s, 8 replicas and 8 workers")
+    planned = setups(args)
 
-    upstream_port, gateway_port = free_port(), free_port()
-    config = demo_config()
-    config["models"]["discovery"] = {"provider": "openai", "model": "discovery"}
+    upstream_port = free_port()
     env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{upstream_port}/v1"}
     upstream = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_upstream.py"), str(upstream_port)])
     log = tempfile.NamedTemporaryFile("w", prefix="toolsift-load-", suffix=".log", delete=False)  # noqa: SIM115
-    gateway, _ = start_gateway(config, gateway_port, env, log)
+    results: list[tuple[Setup, dict[str, Any]]] = []
     try:
         wait_until_up(f"http://127.0.0.1:{upstream_port}/", upstream)
-        wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", gateway)
-        url = f"http://127.0.0.1:{gateway_port}/v1/chat/completions"
-        result = asyncio.run(drive(url, args.clients, args.seconds, args.stream, gateway.pid))
+        for setup in planned:
+            results.append((setup, run_setup(setup, args, env, log)))
     finally:
-        gateway.terminate()
         upstream.terminate()
-        gateway.wait(30)
         upstream.wait(15)
+    report(args, results, log.name)
+
+
+def report(args: argparse.Namespace, results: list[tuple[Setup, dict[str, Any]]], log: str) -> None:
+    cores = os.cpu_count()
     kind = "streaming" if args.stream else "plain"
     print(
         f"Load: {args.clients} concurrent {kind} clients for {args.seconds:g} s, each conversation = 3 upstream rounds"
     )
-    print("      (search_tools, an MCP call over stdio, the answer)\n")
-    header = f"{'conversations':>13} {'errors':>7} {'conv/s':>7} {'p50 ms':>8} {'p99 ms':>8}"
-    print(f"{header} {'RSS peak MB':>12} {'RSS early / late':>18}")
-    r = result
-    row = f"{r['conversations']:>13,} {r['errors']:>7} {r['per_s']:>7.1f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
-    print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
-    for reason, count in result["reasons"].items():
-        print(f"  error x{count}: {reason}")
-    print(f"\ngateway log: {log.name}")
-    print("RSS is the gateway and its stdio MCP servers; the thirds compare early and late memory (stability).")
-    if not args.no_record:
-        results = {
-            "clients": args.clients,
-            "seconds": args.seconds,
-            "stream": args.stream,
-            "upstream_rounds_per_conversation": 3,
-            "conversations": r["conversations"],
-            "errors": r["errors"],
-            "conversations_per_s": r["per_s"],
-            "p50_ms": r["p50"],
-            "p99_ms": r["p99"],
-            "rss_peak_mb": r["rss_peak"],
-            "rss_first_third_mb": r["rss_first_third"],
-            "rss_last_third_mb": r["rss_last_third"],
-            "error_reasons": r["reasons"],
-        }
-        record(args.out or "load", results, load_generator=f"python httpx (asyncio, {args.clients} clients)")
+    print(f"      (search_tools, an MCP call over stdio, the answer); {cores} logical cores\n")
+    header = f"{'setup':<28} {'conversations':>13} {'errors':>7} {'conv/s':>7} {'p50 ms':>8} {'p99 ms':>8}"
+    print(f"{header} {'CPU ms/conv':>11} {'RSS peak MB':>12} {'RSS early / late':>18}")
+    for setup, r in results:
+        row = f"{setup.label:<28} {r['conversations']:>13,} {r['errors']:>7} {r['per_s']:>7.1f}"
+        row += f" {r['p50']:>8.1f} {r['p99']:>8.1f} {r['cpu_ms_per_conversation']:>11.1f}"
+        print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
+        for reason, count in r["reasons"].items():
+            print(f"  error x{count}: {reason}")
+    print(f"\ngateway log: {log}")
+    print(
+        "CPU and RSS count every process of a setup: the gateways (and their workers), their stdio MCP servers and,\n"
+        f"with several processes, Redis; `{CALLED_SERVER} xN` is the called stdio server's `instances`. The thirds\n"
+        "compare early and late memory (stability)."
+    )
+    if args.no_record:
+        return
+    rows = [{"setup": setup.label, **vars_of(setup), **plain(r)} for setup, r in results]
+    first = rows[0]
+    summary = {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "stream": args.stream,
+        "logical_cores": cores,
+        "upstream_rounds_per_conversation": 3,
+        **{key: value for key, value in first.items() if key not in ("setup", "replicas", "workers", "instances")},
+        "setups": rows,
+    }
+    record(args.out or "load", summary, load_generator=f"python httpx (asyncio, {args.clients} clients)")
+
+
+def vars_of(setup: Setup) -> dict[str, int]:
+    return {"replicas": setup.replicas, "workers": setup.workers, "instances": setup.instances}
+
+
+def plain(r: dict[str, Any]) -> dict[str, Any]:
+    """A setup's numbers under the record's names (the first setup's are also the record's top level, as before)."""
+    return {
+        "conversations": r["conversations"],
+        "errors": r["errors"],
+        "conversations_per_s": r["per_s"],
+        "p50_ms": r["p50"],
+        "p99_ms": r["p99"],
+        "cpu_ms_per_conversation": r["cpu_ms_per_conversation"],
+        "rss_peak_mb": r["rss_peak"],
+        "rss_first_third_mb": r["rss_first_third"],
+        "rss_last_third_mb": r["rss_last_third"],
+        "error_reasons": r["reasons"],
+    }
 
 
 if __name__ == "__main__":

@@ -63,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = _command(commands, "serve", "run the gateway over HTTP")
     _add_listen_options(serve)
-    serve.add_argument("--workers", type=int, default=1, help="worker processes, each with its own MCP connections")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes on one port, each with its own MCP connections; more than 1 needs sessions.redis_url",
+    )
     demo = _command(commands, "demo", "run the gateway with a local scripted stand-in for an LLM (no API key)")
     _add_listen_options(demo)
     _command(commands, "check", "validate the config and connect to every MCP server")

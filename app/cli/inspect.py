@@ -34,7 +34,7 @@ from app.inspection import (
     search_report,
     tool_rows,
 )
-from app.mcp.client.connections import ServerState
+from app.mcp.client.state import ServerState
 
 
 @asynccontextmanager
@@ -70,6 +70,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
+    print(scaling_line(config), file=sys.stderr)
     async with connected(config) as gateway:
         manager = gateway.mcp
         health = manager.health()
@@ -101,6 +102,16 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         print(f"{len(down)} server(s) down: {', '.join(down)}", file=sys.stderr)
         return 1
     return 0
+
+
+def scaling_line(config: Config) -> str:
+    """Where per-caller state lives, and so whether `serve --workers N` and replicas can serve this config."""
+    if config.sessions.redis_url:
+        return "state: shared in Redis (sessions.redis_url): `serve --workers N` and replicas share callers' state"
+    return (
+        "state: in this process's memory: `serve --workers N` (N > 1) and replicas behind a load balancer need "
+        "sessions.redis_url"
+    )
 
 
 async def tools(config: Config, args: argparse.Namespace) -> int:

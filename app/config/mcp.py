@@ -36,6 +36,9 @@ class McpServerConfig(Strict):
     description: str | None = None
     startup_timeout: float | None = Field(None, gt=0)
     tool_timeout: float | None = Field(None, gt=0)
+    instances: int = Field(
+        1, ge=1, le=64, description="stdio only: processes of this server, calls spread over them, each restarted alone"
+    )
     # With `${identity.NAME}` in `headers` or `env`: one connection (or process) per identity that calls it.
     list_as: str | None = Field(None, description="the identity whose connection lists the tools")
     identity_idle_seconds: float = Field(600.0, gt=0, description="an identity's connection idle this long closes")
@@ -60,6 +63,10 @@ class McpServerConfig(Strict):
             raise ValueError("transport 'stdio' needs 'command', not 'url'")
         if self.command and self.transport not in (None, "stdio"):
             raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
+        if self.url and self.instances > 1:
+            raise ValueError("'instances' applies to stdio servers ('command'): a remote server scales on its side")
+        if self.instances > 1 and self.identity_secrets:
+            raise ValueError("'instances' applies to shared servers: one naming ${identity.NAME} runs one per identity")
         return self
 
     @property

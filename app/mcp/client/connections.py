@@ -12,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any
 
 import mcp_types
@@ -25,8 +24,10 @@ from app.identity import ANONYMOUS, Identity
 from app.mcp.client.catalog import build_catalog, unknown_always_load
 from app.mcp.client.identities import connect_all
 from app.mcp.client.limits import Listing, bounded_listing
+from app.mcp.client.pool import ServerPool
 from app.mcp.client.results import error_text, redacted, result_text
-from app.mcp.client.signals import ListChanged, ServerUnavailable, connection_gone, describe_exception, ping
+from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
+from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, start_problem
 from app.offload import off_loop
@@ -34,13 +35,6 @@ from app.redaction import redact
 from app.schema_check import first_error
 
 log = logging.getLogger("toolsift.mcp")
-
-
-class ServerState(StrEnum):
-    CONNECTING = "connecting"
-    UP = "up"
-    DOWN = "down"
-    DISABLED = "disabled"
 
 
 RECONNECT_FIRST_DELAY = 1.0
@@ -218,11 +212,19 @@ class ServerConnection:
     async def _lost_or_refresh(self) -> None:
         lost = asyncio.ensure_future(self._lost.wait())
         refresh = asyncio.ensure_future(self._refresh.wait())
+        waits: set[asyncio.Future[Any]] = {lost, refresh}
+        if self.output is not None:  # a stdio process that exits is lost at once
+            waits.add(asyncio.ensure_future(self._exited()))
         try:
-            await asyncio.wait({lost, refresh}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            lost.cancel()
-            refresh.cancel()
+            for wait in waits:
+                wait.cancel()
+
+    async def _exited(self) -> None:
+        assert self.output is not None
+        await self.output.exited()
+        self._lost.set()
 
     def request_refresh(self) -> None:
         self._refresh.set()
@@ -281,7 +283,9 @@ class McpManager:
         # never finds a catalog whose discovery is still to build.
         self.preparers: list[Callable[[Catalog], None]] = []
         self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
-        self.connections, self.per_identity = connect_all(config, targets or {}, self._changed, ServerConnection)
+        self.connections, self.per_identity = connect_all(
+            config, targets or {}, self._changed, ServerConnection, self._shared
+        )
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
         self.started_at = time.monotonic()
@@ -289,6 +293,11 @@ class McpManager:
         self._dirty = False
         self._rebuilt_at = -float("inf")
         self._rebuilding: asyncio.Task[None] | None = None
+
+    def _shared(self, name: str, server: McpServerConfig, target: Any) -> ServerConnection | ServerPool:
+        """A server every caller shares: one connection, or a pool of its `instances` (stdio processes)."""
+        members = [ServerConnection(name, server, self.config, self._changed, target) for _ in range(server.instances)]
+        return members[0] if len(members) == 1 else ServerPool(name, members)
 
     def _changed(self) -> None:
         """A server's tools changed: rebuild now, or once at the end of the interval if one just ran, so a storm
@@ -329,7 +338,7 @@ class McpManager:
             await asyncio.shield(self._rebuilding)
 
     async def start(self) -> None:
-        async def start_one(connection: ServerConnection) -> None:
+        async def start_one(connection: ServerConnection | ServerPool) -> None:
             await connection.start()
             if self.on_started is not None:
                 self.on_started(connection.name, connection.state.value)
@@ -405,6 +414,7 @@ class McpManager:
                 "error": conn.error,
                 **({"limits": list(conn.notes)} if conn.notes else {}),
                 **({"identities": self.per_identity[name].opened()} if name in self.per_identity else {}),
+                **({"instances": conn.instances()} if isinstance(conn, ServerPool) else {}),
                 # Why a stdio server is down, in its own words; a running server's chatter stays in the log.
                 **({"stderr": conn.stderr()} if conn.state is ServerState.DOWN and conn.stderr() else {}),
             }

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.config import Config, McpServerConfig
 from app.config.identities import IDENTITY_REFERENCE
 from app.identity import ANONYMOUS, Identities, Identity
-from app.mcp.client.signals import ServerUnavailable
+from app.mcp.client.state import ServerUnavailable
 
 if TYPE_CHECKING:
     from app.mcp.client.connections import ServerConnection
+    from app.mcp.client.pool import ServerPool
 
 log = logging.getLogger("toolsift.mcp")
 
@@ -37,20 +38,25 @@ class Connect(Protocol):
 
 
 def connect_all(
-    settings: Config, targets: dict[str, Any], changed: Callable[[], None], connect: Connect
-) -> tuple[dict[str, ServerConnection], dict[str, IdentityConnections]]:
-    """Every server's connection (for a server that acts as each caller, its `list_as` identity's, which lists
-    the catalog's tools), and the per-identity connections of those servers."""
+    settings: Config,
+    targets: dict[str, Any],
+    changed: Callable[[], None],
+    connect: Connect,
+    shared: Callable[[str, McpServerConfig, Any], ServerConnection | ServerPool],
+) -> tuple[dict[str, ServerConnection | ServerPool], dict[str, IdentityConnections]]:
+    """Every server's connection (`shared`: its `instances`; for a server that acts as each caller, its `list_as`
+    identity's, which lists the catalog's tools), and the per-identity connections of those servers."""
     identities = Identities(settings.auth)
-    connections: dict[str, ServerConnection] = {}
+    connections: dict[str, ServerConnection | ServerPool] = {}
     per_identity: dict[str, IdentityConnections] = {}
     for name, server in settings.mcp_servers.items():
         target = targets.get(name)
         if not server.identity_secrets or target is not None:  # an in-process server is one server for all
-            connections[name] = connect(name, server, settings, changed, target)
+            connections[name] = shared(name, server, target)
             continue
         list_as = lister(server, identities)
-        listing = connections[name] = connect(name, as_identity(server, list_as or ANONYMOUS), settings, changed)
+        listing = connect(name, as_identity(server, list_as or ANONYMOUS), settings, changed)
+        connections[name] = listing
 
         def own(config: McpServerConfig, name: str = name) -> ServerConnection:
             return connect(name, config, settings, _unlisted)

@@ -12,9 +12,7 @@ from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
 from mcp.shared.exceptions import MCPError
 
-
-class ServerUnavailable(Exception):
-    """The server is not connected (or not for this caller); the message says why."""
+from app.mcp.client.state import ServerUnavailable as ServerUnavailable
 
 
 class ListChanged(MessageHandler):

@@ -107,6 +107,31 @@ class ServerOutput:
             await asyncio.sleep(0.05)
 
     @property
+    def pid(self) -> int | None:
+        """The last process's id while it runs (None before it started, once it ended, or unknown)."""
+        if self._process is None or getattr(self._process, "returncode", None) is not None:
+            return None
+        pid = getattr(self._process, "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the last process is known to have ended."""
+        return self._process is not None and getattr(self._process, "returncode", None) is not None
+
+    async def exited(self) -> None:
+        """Return when the last process ends (never, when there is none to watch): a server that dies while idle
+        is seen at once, not at the next liveness ping."""
+        process = self._process
+        try:
+            if process is not None:
+                await process.wait()
+                return
+        except Exception:  # a process that cannot be waited for is left to the liveness ping
+            pass
+        await asyncio.Event().wait()
+
+    @property
     def exit(self) -> str | None:
         """How the last process ended, when it has: `exited with code 1`, `killed by SIGKILL`."""
         code = getattr(self._process, "returncode", None)

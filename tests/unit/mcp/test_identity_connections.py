@@ -10,7 +10,7 @@ import pytest
 from app.config import ConfigError, McpServerConfig, parse_config
 from app.identity import Identities, Identity
 from app.mcp.client.identities import IdentityConnections, as_identity, lister
-from app.mcp.client.signals import ServerUnavailable
+from app.mcp.client.state import ServerUnavailable
 
 SERVER = {"url": "http://mcp.test/mcp", "headers": {"Authorization": "Bearer ${identity.GH}", "X-Static": "s"}}
 
