@@ -233,7 +233,7 @@ def _log_request(
     facts["provider"] = record.provider
     metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
     metrics.identity_requests.labels(facts["identity"], str(status)).inc()
-    if record.usage is not None:
+    if record.usage is not None and record.usage.total_tokens > 0:  # an upstream's usage is any integer
         metrics.identity_tokens.labels(facts["identity"]).inc(record.usage.total_tokens)
     fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
     stats = record.discovery

@@ -128,3 +128,14 @@ async def test_no_anthropic_answer_makes_a_500(anthropic_upstream: Any, gateway_
         replies += [streamed("done") for _ in "12345"]
         body = {**chat_body("x", stream=True), "model": "sonnet"}
         _assert_clean(await client.post("/v1/chat/completions", json=body), sent)
+
+
+async def test_a_negative_usage_is_read_not_a_500(upstream: Upstream, gateway_factory: Any) -> None:
+    """An upstream's usage is any integer; the per-identity token metric only counts up (found by the fuzz above)."""
+    client, _ = await gateway_factory()
+    answer = completion("hi")
+    answer["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": -5}
+    upstream.replies[:] = [httpx.Response(200, json=answer)]
+    response = await client.post("/v1/chat/completions", json=chat_body("x"))
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "hi"
