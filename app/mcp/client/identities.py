@@ -23,7 +23,7 @@ from app.identity import ANONYMOUS, Identities, Identity
 from app.mcp.client.state import ServerUnavailable
 
 if TYPE_CHECKING:
-    from app.mcp.client.connections import ServerConnection
+    from app.mcp.client.connection import ServerConnection
     from app.mcp.client.pool import ServerPool
 
 log = logging.getLogger("toolsift.mcp")

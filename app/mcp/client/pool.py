@@ -20,7 +20,7 @@ from app.mcp.client.state import ServerState, ServerUnavailable
 
 
 class Member(Protocol):
-    """What a pool needs of one connection (app/mcp/client/connections.py's ServerConnection)."""
+    """What a pool needs of one connection (app/mcp/client/connection.py's ServerConnection)."""
 
     name: str
     transport_name: str

@@ -5,9 +5,8 @@ with a code. Each connection attempt gets a pipe for stderr, read on the event l
 (`toolsift.mcp.stderr`, info) and the last ones are kept, bounded in lines and bytes, for `/healthz`, the console
 and `toolsift check`.
 
-The MCP SDK does not hand out the process it spawns, and its exit code is the other half of the cause. So the
-SDK's spawn function is wrapped, once, to pass the process to whoever asked for it in the current context (the
-connection's task); where the SDK no longer has that function, exit codes are simply not reported.
+The process's exit code is the other half of the cause: the stdio transport (app/mcp/client/pipe.py) hands each
+process it starts to `took`.
 """
 
 from __future__ import annotations
@@ -18,11 +17,7 @@ import logging
 import os
 import signal
 from collections import deque
-from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, TextIO
-
-from mcp.client import stdio as sdk_stdio
 
 log = logging.getLogger("toolsift.mcp.stderr")
 
@@ -30,27 +25,6 @@ TAIL_LINES = 20
 TAIL_BYTES = 8192
 LINE_CHARS = 500
 DRAIN_SECONDS = 2.0  # after a connection ends: how long its stderr may still arrive (a child's last words)
-
-_spawned: ContextVar[Callable[[Any], None] | None] = ContextVar("toolsift_spawned", default=None)
-
-
-def _watch_spawns() -> None:
-    original = getattr(sdk_stdio, "_create_platform_compatible_process", None)
-    if original is None or getattr(original, "toolsift_watched", False):
-        return
-
-    async def spawn(*args: Any, **kwargs: Any) -> Any:
-        process = await original(*args, **kwargs)
-        sink = _spawned.get()
-        if sink is not None:
-            sink(process)
-        return process
-
-    spawn.toolsift_watched = True  # type: ignore[attr-defined]
-    sdk_stdio._create_platform_compatible_process = spawn
-
-
-_watch_spawns()
 
 
 class ServerOutput:
@@ -75,10 +49,10 @@ class ServerOutput:
         self._reader, self._writer = read, os.fdopen(write, "w")
         self._attempt += 1
         asyncio.get_running_loop().add_reader(read, self._read)
-        _spawned.set(self._took)
         return self._writer
 
-    def _took(self, process: Any) -> None:
+    def took(self, process: Any) -> None:
+        """The process this attempt started (the transport hands it over): its exit code is half the cause."""
         self._process = process
 
     def ended(self) -> None:

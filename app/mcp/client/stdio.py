@@ -14,13 +14,15 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TextIO
 
-from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
 from app.config import McpServerConfig
+from app.mcp.client.pipe import PipeTransport
 
 # Passed to every stdio server when the gateway has them: a custom CA or a proxy is the machine's, not a secret.
 STANDARD_ENV = (
@@ -62,16 +64,23 @@ def server_cwd(config: McpServerConfig, base_dir: Path) -> Path:
 
 
 def build_transport(
-    config: McpServerConfig, base_dir: Path, inherit: list[str] | None = None, errlog: TextIO | None = None
+    config: McpServerConfig,
+    base_dir: Path,
+    inherit: list[str] | None = None,
+    errlog: TextIO | None = None,
+    *,
+    max_message_bytes: int = 16 * 1024 * 1024,
+    on_spawn: Callable[[Any], None] | None = None,
 ) -> Any:
     if config.command:
-        return StdioTransport(
+        return PipeTransport(
             config.command,
             config.args,
             env=server_environment(config, inherit or []),
             cwd=str(server_cwd(config, base_dir)),
-            keep_alive=False,  # the process ends with its connection: no orphans, a fresh one on reconnect
-            log_file=errlog,
+            errlog=errlog,
+            max_message_bytes=max_message_bytes,
+            on_spawn=on_spawn,
         )
     assert config.url is not None
     if config.transport_name == "sse":

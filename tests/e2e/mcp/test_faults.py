@@ -62,9 +62,9 @@ async def test_a_server_that_dies_while_idle_is_seen_down_by_the_liveness_ping(
     import signal
     from pathlib import Path
 
-    from app.mcp.client import connections
+    from app.mcp.client import connection as connection_module
 
-    monkeypatch.setattr(connections, "LIVENESS_INTERVAL", 0.2)
+    monkeypatch.setattr(connection_module, "LIVENESS_INTERVAL", 0.2)
     _, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
     connection = gateway.mcp.connections["crashy"]
     await wait_for(lambda: connection.state.value == "up")

@@ -14,7 +14,7 @@ from fastmcp import Context, FastMCP
 from fastmcp.tools import Tool
 
 from app.discovery import index as index_module
-from app.mcp.client import connections
+from app.mcp.client import connection, connections
 from tests.support import make_config
 from tests.support.mcp import wait_for
 
@@ -141,7 +141,7 @@ def counted_server(seconds_per_listing: float) -> tuple[FastMCP, list[str]]:
 
 async def test_an_idle_server_is_pinged_not_listed_again(gateway_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A liveness probe must not cost a whole listing: a 10,000-tool listing is parsed on the loop."""
-    monkeypatch.setattr(connections, "LIVENESS_INTERVAL", 0.05)
+    monkeypatch.setattr(connection, "LIVENESS_INTERVAL", 0.05)
     server, seen = counted_server(0.0)
     config = make_config(mcpServers={"counted": {"command": "unused"}}, tool_sets={})
     await gateway_factory(config, targets={"counted": server})
@@ -181,13 +181,13 @@ async def test_a_structured_result_is_checked_on_re2_in_the_worker_pool(
     """The MCP SDK would check it on the event loop with Python's `re`: `^(a+)+$` against 41 characters is 2^40
     steps. The answer is the SDK's own error, and the check ran off the loop."""
     threads: list[bool] = []
-    real = connections.first_error
+    real = connection.first_error
 
     def spy(instance: Any, schema: Any) -> Any:
         threads.append(threading.current_thread() is threading.main_thread())
         return real(instance, schema)
 
-    monkeypatch.setattr(connections, "first_error", spy)
+    monkeypatch.setattr(connection, "first_error", spy)
     server = FastMCP("coded")
     output = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
     server.add_tool(_Coded(name="lookup", description="Look a code up", parameters={"type": "object"},
