@@ -98,13 +98,9 @@ def _object(text: str, index: int) -> tuple[dict[str, Any], int]:
         if not text.startswith(":", index):
             raise JSONDecodeError("Expecting ':' delimiter", text, index)
         result[key], index = _value(text, _skip(text, index + 1))
-        index = _skip(text, index)
-        if text.startswith(",", index):
-            index = _skip(text, index + 1)
-        elif text.startswith("}", index):
-            return result, index + 1
-        else:
-            raise JSONDecodeError("Expecting ',' delimiter", text, index)
+        index, done = _after_item(text, index, "}")
+        if done:
+            return result, index
 
 
 def _array(text: str, index: int) -> tuple[list[Any], int]:
@@ -115,13 +111,19 @@ def _array(text: str, index: int) -> tuple[list[Any], int]:
     while True:
         item, index = _decoder.raw_decode(text, index)
         items.append(item)
-        index = _skip(text, index)
-        if text.startswith(",", index):
-            index = _skip(text, index + 1)
-        elif text.startswith("]", index):
-            return items, index + 1
-        else:
-            raise JSONDecodeError("Expecting ',' delimiter", text, index)
+        index, done = _after_item(text, index, "]")
+        if done:
+            return items, index
+
+
+def _after_item(text: str, index: int, close: str) -> tuple[int, bool]:
+    """Past the ',' before the next item, or past `close` (then done)."""
+    index = _skip(text, index)
+    if text.startswith(",", index):
+        return _skip(text, index + 1), False
+    if text.startswith(close, index):
+        return index + 1, True
+    raise JSONDecodeError("Expecting ',' delimiter", text, index)
 
 
 def _skip(text: str, index: int) -> int:
