@@ -77,8 +77,10 @@ class Limiter:
         self._held: set[Admission] = set()
         self._renewer: asyncio.Task[None] | None = None
 
-    async def admit(self, identity: Identity) -> Admission:
-        """Count a request against `identity`'s limits; raise `LimitExceeded` when one is reached."""
+    async def admit(self, identity: Identity, *, hold: bool = True) -> Admission:
+        """Count a request against `identity`'s limits; raise `LimitExceeded` when one is reached. A request that
+        does not `hold` (an MCP client's stream that waits for messages, its session's end) counts as a request of
+        its minute but takes no concurrency slot: a stream open for hours would hold one throughout."""
         limits = identity.limits
         now = self.clock()
         admission = Admission(self, identity, None, time.monotonic() + self.max_request_seconds)
@@ -89,7 +91,7 @@ class Limiter:
                     raise self._refused(
                         identity, "tokens_per_day", f"{limits.tokens_per_day:,} upstream tokens a day", DAY - now % DAY
                     )
-            if limits.concurrent is not None:
+            if limits.concurrent is not None and hold:
                 holder = secrets.token_hex(8)
                 if not await self.store.lease(self._key(identity, "concurrent"), holder, limits.concurrent,
                                               self.lease_seconds):  # fmt: skip

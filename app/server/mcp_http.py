@@ -86,8 +86,8 @@ class HttpFront:
                 raise unknown_tool_set(tool_set, self.config).as_gateway_error()
             app = self.apps[tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)]
             _check_length(scope, self.config.max_request_bytes)
-            if scope["method"] == "POST":  # a JSON-RPC message; a GET is a stream that waits for them
-                admission = await self.gateway.limits.admit(identity)
+            if scope["method"] in ("POST", "GET", "DELETE"):  # a GET is a stream that waits for messages
+                admission = await self.gateway.limits.admit(identity, hold=scope["method"] == "POST")
         except GatewayError as exc:
             await refuse_error(scope, send, exc)
             return

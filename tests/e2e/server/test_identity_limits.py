@@ -96,6 +96,10 @@ def test_requests_per_minute_are_shared_by_two_replicas(replicas: list[str], ups
     )
     assert mcp.status_code == 429 and mcp.json()["error"]["data"]["code"] == "rate_limit_exceeded"
     assert "retry-after" in mcp.headers
+    stream = httpx.get(  # an MCP client's stream counts too, on the other replica
+        f"{second}/mcp", headers={"Authorization": "Bearer gw-rpm", "Accept": "text/event-stream"}, timeout=10
+    )
+    assert stream.status_code == 429 and stream.json()["error"]["data"]["code"] == "rate_limit_exceeded"
     _openai(first, "gw-tokens").chat.completions.create(model="fast", messages=USER)  # another identity: its own
 
 

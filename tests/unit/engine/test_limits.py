@@ -73,6 +73,18 @@ async def test_concurrent_slots_are_released_and_a_dead_holders_expire() -> None
     assert held.holder is not None
 
 
+async def test_a_request_that_does_not_hold_counts_a_minute_but_takes_no_slot() -> None:
+    """An MCP client's stream (GET /mcp) may stay open for hours: it counts as a request, never as a slot."""
+    now = [0.0]
+    limiter, alice = _limiter(now), _identity(concurrent=1, requests_per_minute=3)
+    streams = [await limiter.admit(alice, hold=False) for _ in range(2)]
+    assert all(stream.holder is None for stream in streams)
+    await limiter.admit(alice)  # the one slot is free
+    with pytest.raises(LimitExceeded) as refused:
+        await limiter.admit(alice, hold=False)
+    assert refused.value.limit == "requests_per_minute"
+
+
 async def test_an_unreachable_store_fails_open_with_a_log_line_and_a_metric(
     upstream: Upstream, gateway_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
