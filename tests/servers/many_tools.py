@@ -8,14 +8,14 @@ import os
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
-server = FastMCP("many")
+mcp = FastMCP("many")
 for number in range(int(os.environ.get("MANY_TOOLS", "2000"))):
     description = f"Look up record {number} in ledger {number % 97}. " + "Returns the record with its history. " * 7
     properties = {"record_id": {"type": "string", "description": f"The record's id (ledger {number % 97})"}}
     tool = Tool(
         name=f"lookup_{number}", description=description, parameters={"type": "object", "properties": properties}
     )
-    server._local_provider._components[tool.key] = tool  # fastmcp's add_tool compares each with all the others
+    mcp._local_provider._components[tool.key] = tool  # fastmcp's add_tool compares each with all the others
 
 if __name__ == "__main__":
-    server.run(show_banner=False, log_level="WARNING")
+    mcp.run(show_banner=False, log_level="WARNING")

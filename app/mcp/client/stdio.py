@@ -19,9 +19,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TextIO
 
-from fastmcp.client.transports import SSETransport, StreamableHttpTransport
-
 from app.config import McpServerConfig
+from app.mcp.client.http_bound import BoundedSse, BoundedStreamableHttp
 from app.mcp.client.pipe import PipeTransport
 
 # Passed to every stdio server when the gateway has them: a custom CA or a proxy is the machine's, not a secret.
@@ -84,8 +83,8 @@ def build_transport(
         )
     assert config.url is not None
     if config.transport_name == "sse":
-        return SSETransport(config.url, headers=config.headers)
-    return StreamableHttpTransport(config.url, headers=config.headers)
+        return BoundedSse(config.url, config.headers, max_message_bytes)
+    return BoundedStreamableHttp(config.url, config.headers, max_message_bytes)
 
 
 def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | None = None) -> str | None:

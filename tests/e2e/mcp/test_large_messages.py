@@ -5,6 +5,7 @@ listing of thousands of tools arrives whole, parsed in the worker pool. Real pro
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import threading
@@ -20,6 +21,7 @@ from app.mcp.client import large_messages, pipe
 from app.mcp.client.connections import McpManager
 from tests.support import ROOT
 from tests.support.mcp import wait_for
+from tests.support.remote import serve_over_http
 
 TEST_SERVERS = ROOT / "tests" / "servers"
 
@@ -27,6 +29,24 @@ TEST_SERVERS = ROOT / "tests" / "servers"
 def manager_for(server: str, env: dict[str, str], limits: dict[str, Any]) -> McpManager:
     entry = {"command": sys.executable, "args": [str(TEST_SERVERS / server)], "env": env, "defer_loading": True}
     return McpManager(parse_config({"mcpServers": {"it": entry}, "mcp_limits": limits}, environ={}))
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_a_remote_servers_message_over_the_limit_ends_its_connection(transport: str) -> None:
+    """The same bound over HTTP: a listing of 2,000 tools (about a megabyte) against a limit of 256 KB."""
+    environ = {**os.environ, "MANY_TOOLS": "2000"}
+    for url in serve_over_http(TEST_SERVERS / "many_tools.py", transport, environ):
+        kind = "streamable-http" if transport == "http" else "sse"
+        entry = {"url": url, "transport": kind, "startup_timeout": 20}
+        limits = {"max_message_bytes": 262144, "max_tools_per_server": 5000}
+        manager = McpManager(parse_config({"mcpServers": {"it": entry}, "mcp_limits": limits}, environ={}))
+        await manager.start()
+        connection = manager.connections["it"]
+        try:
+            await wait_for(lambda: connection.state.value == "down", 30)  # noqa: B023 - awaited in this iteration
+            assert "over 262,144 bytes (mcp_limits.max_message_bytes)" in (connection.error or ""), connection.error
+        finally:
+            await manager.stop()
 
 
 async def test_a_line_without_end_ends_the_connection_with_its_reason() -> None:

@@ -2,61 +2,23 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support import SERVERS, Upstream, chat_body, completion, free_port, make_config
-
-RUN_OVER_HTTP = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("remote", sys.argv[1])
-module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-module.mcp.run(transport=sys.argv[2], host="127.0.0.1", port=int(sys.argv[3]), show_banner=False, log_level="WARNING")
-"""
-
-
-def _serve(transport: str) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-c", RUN_OVER_HTTP, str(SERVERS / "finance.py"), transport, str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    path = "/mcp" if transport == "http" else "/sse"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket_probe(port):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError(f"{transport} server did not start") from None
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}{path}"
-    process.terminate()
-    process.wait(10)
-
-
-def socket_probe(port: int) -> Any:
-    import socket
-
-    return socket.create_connection(("127.0.0.1", port), timeout=0.5)
+from tests.support.remote import serve_over_http
 
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    yield from _serve("http")
+    yield from serve_over_http(SERVERS / "finance.py", "http")
 
 
 @pytest.fixture(scope="module")
 def sse_url() -> Iterator[str]:
-    yield from _serve("sse")
+    yield from serve_over_http(SERVERS / "finance.py", "sse")
 
 
 @pytest.mark.parametrize("kind", ["streamable-http", "sse"])

@@ -1,0 +1,98 @@
+"""The HTTP client a remote MCP server is reached with: its messages read within `mcp_limits.max_message_bytes`.
+
+The MCP SDK reads a whole answer (and, on a stream, a whole event) into memory, however large: a remote server
+could grow the gateway's memory without end, as a stdio server could with a line without a newline (see
+app/mcp/client/pipe.py). Here each response's bytes are counted as they arrive, since the last event boundary (a
+blank line) on an event stream and from the start on a JSON answer, and reading ends with a clear error past the
+limit: the server is reported down with that reason and reconnected like after any loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+from fastmcp.client.transports import SSETransport, StreamableHttpTransport
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+
+class MessageTooLargeError(httpx2.ReadError):
+    """A remote server sent a message over the limit."""
+
+
+class BoundedReads:
+    """One remote server's read bound, and the reason it ended a connection, when it did (the SDK reports only
+    "Connection closed" for an SSE stream that failed)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.closed_because: str | None = None
+
+    def client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **options: Any,
+    ) -> httpx2.AsyncClient:
+        """An `httpx_client_factory` for fastmcp's HTTP transports: the SDK's defaults, with bounded reads."""
+        self.closed_because = None
+        timeout = timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        return httpx2.AsyncClient(
+            headers=headers, timeout=timeout, auth=auth, transport=_BoundedTransport(self), **options
+        )
+
+
+class BoundedStreamableHttp(StreamableHttpTransport):
+    def __init__(self, url: str, headers: dict[str, str], limit: int) -> None:
+        self.bounds = BoundedReads(limit)
+        super().__init__(url, headers=headers, httpx_client_factory=self.bounds.client)
+
+    @property
+    def closed_because(self) -> str | None:
+        return self.bounds.closed_because
+
+
+class BoundedSse(SSETransport):
+    def __init__(self, url: str, headers: dict[str, str], limit: int) -> None:
+        self.bounds = BoundedReads(limit)
+        super().__init__(url, headers=headers, httpx_client_factory=self.bounds.client)
+
+    @property
+    def closed_because(self) -> str | None:
+        return self.bounds.closed_because
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    def __init__(self, stream: Any, bounds: BoundedReads, request: httpx2.Request) -> None:
+        self._stream, self._bounds, self._request = stream, bounds, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        since = 0  # bytes since the last event boundary
+        limit = self._bounds.limit
+        async for chunk in self._stream:
+            boundary = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\n\r\n"))
+            since = len(chunk) - boundary if boundary >= 0 else since + len(chunk)
+            if since > limit:
+                reason = f"the server sent a message over {limit:,} bytes (mcp_limits.max_message_bytes)"
+                self._bounds.closed_because = reason
+                raise MessageTooLargeError(reason, request=self._request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _BoundedTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, bounds: BoundedReads) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._bounds = bounds
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        response.stream = _Bounded(response.stream, self._bounds, request)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
