@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +66,19 @@ def serve(config: Config, args: argparse.Namespace) -> int:
     }
     if args.workers > 1:
         # Each worker process builds its own gateway (and MCP connections) from the same config file.
+        # Each worker writes its counters to files here and `/metrics` sums them all, whichever worker answers
+        # (prometheus_client's multiprocess mode; a worker reads the variable when it starts).
+        counters = tempfile.mkdtemp(prefix="toolsift-metrics-")
         os.environ.update(
             TOOLSIFT_CONFIG=str(Path(args.config).resolve()),
             TOOLSIFT_LOG_LEVEL=args.log_level,
             TOOLSIFT_LOG_FORMAT=args.log_format,
+            PROMETHEUS_MULTIPROC_DIR=counters,
         )
-        uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
+        try:
+            uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
+        finally:
+            shutil.rmtree(counters, ignore_errors=True)
         return 0
     uvicorn.run(create_app(build_gateway(config, own_process=True)), log_config=None, **options)
     return 0

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from app import redaction
 from app.engine.metrics import Metrics
@@ -23,6 +25,12 @@ METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 def exposition(metrics: Metrics) -> bytes:
+    """This gateway's counters; under `serve --workers N`, every worker's, summed (each writes its own to files in
+    PROMETHEUS_MULTIPROC_DIR, which `serve` sets), so a scrape is the same whichever worker answers it."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
     return generate_latest(metrics.registry)
 
 

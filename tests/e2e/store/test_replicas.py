@@ -300,6 +300,11 @@ def test_several_workers_on_one_port_share_a_session_through_redis(
             scripted.script(completion("again"))
             assert _chat(served, chat_body(f"turn {turn}"), "workers-1").status_code == 200
             assert "textkit__slugify" in scripted.tool_names(0), f"turn {turn} knows the session's find"
+        for _ in range(6):  # whichever worker answers a scrape, it counts all 7 requests
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+            lines = [line for line in text.splitlines() if line.startswith("toolsift_requests_total")]
+            counted = sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+            assert counted == 7, text
     finally:
         process.terminate()
         process.wait(30)
