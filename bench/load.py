@@ -10,10 +10,16 @@ Several setups in one run, one after the other, on the same clients and the same
 - `--replicas R --workers W` (R x W > 1): then also R gateways of W worker processes each, sharing state in one
   redis-server (started here; needs it on PATH), the clients spread over the replicas (each client keeps one).
   CPU per conversation counts every process of the setup (gateways, workers, stdio servers, Redis): on a machine
-  with few cores this shows what sharing state costs, not a gain.
+  with few cores this shows what sharing state costs, not a gain. Each worker process starts its own processes of
+  the finance server, at the first `--instances` count.
 
-    python bench/load.py [--clients 200] [--seconds 60] [--stream] [--instances 1,4] [--replicas 2 --workers 2]
-                         [--no-record] [--out NAME]
+The finance server answers in about a millisecond, so by default the gateway's CPU sets p99 and `instances` has
+nothing to spread. `--call-ms MS` starts it through bench/serial_server.py instead (the same tools under the same
+names): each call then takes MS milliseconds and a process serves one call at a time, like real stdio servers that
+do one thing at a time, so one process serves at most 1000 / MS calls a second and N `instances` N times that.
+
+    python bench/load.py [--clients 200] [--seconds 60] [--stream] [--instances 1,4] [--call-ms 50]
+                         [--replicas 2 --workers 2] [--no-record] [--out NAME]
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from common import (  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 CALLED_SERVER = "finance"  # the stdio server each conversation calls (finance__convert_currency)
+SERIAL_SERVER = ROOT / "bench" / "serial_server.py"  # the same server, --call-ms per call, one call at a time
 
 
 @dataclass(frozen=True)
@@ -190,10 +197,20 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("redis-server did not start")
 
 
-def run_setup(setup: Setup, args: argparse.Namespace, env: dict[str, str], log: IO[str]) -> dict[str, Any]:
+def setup_config(setup: Setup, call_ms: float) -> dict[str, Any]:
+    """The demo config for `setup`: the called server at its `instances`, through bench/serial_server.py when calls
+    are to take `call_ms` ms each."""
     config = demo_config()
     config["models"]["discovery"] = {"provider": "openai", "model": "discovery"}
-    config["mcpServers"][CALLED_SERVER]["instances"] = setup.instances
+    called = config["mcpServers"][CALLED_SERVER]
+    called["instances"] = setup.instances
+    if call_ms > 0:
+        called["args"] = [str(SERIAL_SERVER), "--call-ms", f"{call_ms:g}"]
+    return config
+
+
+def run_setup(setup: Setup, args: argparse.Namespace, env: dict[str, str], log: IO[str]) -> dict[str, Any]:
+    config = setup_config(setup, args.call_ms)
     redis = None
     if setup.shared:
         redis, url = start_redis()
@@ -235,12 +252,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--instances", default="1", help="processes of the called stdio server, e.g. 1,4")
+    parser.add_argument(
+        "--call-ms",
+        type=float,
+        default=0,
+        metavar="MS",
+        help="each call to the called server takes MS ms, one at a time per process (default 0: the example as is)",
+    )
     parser.add_argument("--replicas", type=int, default=1, help="gateways sharing one Redis (with --workers)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes of each replica")
     add_record_options(parser, "load")
     args = parser.parse_args()
     if args.clients > 1000 or args.seconds > 600 or args.replicas > 8 or args.workers > 8:
         raise SystemExit("bounded: at most 1000 clients, 600 s, 8 replicas and 8 workers")
+    if not 0 <= args.call_ms <= 10_000:
+        raise SystemExit("--call-ms: from 0 to 10000")
     planned = setups(args)
 
     upstream_port = free_port()
@@ -264,7 +290,8 @@ def report(args: argparse.Namespace, results: list[tuple[Setup, dict[str, Any]]]
     print(
         f"Load: {args.clients} concurrent {kind} clients for {args.seconds:g} s, each conversation = 3 upstream rounds"
     )
-    print(f"      (search_tools, an MCP call over stdio, the answer); {cores} logical cores\n")
+    print(f"      (search_tools, an MCP call over stdio, the answer); {cores} logical cores")
+    print(f"      {call_time(args.call_ms)}\n")
     header = f"{'setup':<28} {'conversations':>13} {'errors':>7} {'conv/s':>7} {'p50 ms':>8} {'p99 ms':>8}"
     print(f"{header} {'CPU ms/conv':>11} {'RSS peak MB':>12} {'RSS early / late':>18}")
     for setup, r in results:
@@ -275,9 +302,11 @@ def report(args: argparse.Namespace, results: list[tuple[Setup, dict[str, Any]]]
             print(f"  error x{count}: {reason}")
     print(f"\ngateway log: {log}")
     print(
+        f"`{CALLED_SERVER} xN`: N processes of the called stdio server (its `instances`) in each gateway process, and\n"
+        "in each worker of a replica. The call time is what one call to it takes; with --call-ms each process\n"
+        "serves one call at a time, so calls beyond N wait their turn.\n"
         "CPU and RSS count every process of a setup: the gateways (and their workers), their stdio MCP servers and,\n"
-        f"with several processes, Redis; `{CALLED_SERVER} xN` is the called stdio server's `instances`. The thirds\n"
-        "compare early and late memory (stability)."
+        "with several processes, Redis. The thirds compare early and late memory (stability)."
     )
     if args.no_record:
         return
@@ -289,10 +318,26 @@ def report(args: argparse.Namespace, results: list[tuple[Setup, dict[str, Any]]]
         "stream": args.stream,
         "logical_cores": cores,
         "upstream_rounds_per_conversation": 3,
+        "call_ms": args.call_ms,
+        "called_server": called_server(args.call_ms),
         **{key: value for key, value in first.items() if key not in ("setup", "replicas", "workers", "instances")},
         "setups": rows,
     }
     record(args.out or "load", summary, load_generator=f"python httpx (asyncio, {args.clients} clients)")
+
+
+def call_time(call_ms: float) -> str:
+    """The report's line on what a call to the called server costs."""
+    if call_ms > 0:
+        return (
+            f"call time: {call_ms:g} ms per {CALLED_SERVER} call, one call at a time per process "
+            f"(--call-ms {call_ms:g}: at most {1000 / call_ms:.4g} calls/s per process)"
+        )
+    return f"call time: {CALLED_SERVER} as in the examples, about 1 ms per call (--call-ms 0)"
+
+
+def called_server(call_ms: float) -> str:
+    return f"bench/serial_server.py --call-ms {call_ms:g}" if call_ms > 0 else "examples/servers/finance.py"
 
 
 def vars_of(setup: Setup) -> dict[str, int]:

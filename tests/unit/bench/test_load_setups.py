@@ -1,16 +1,19 @@
 """bench/load.py's setups: one process for each `--instances` count side by side, then the replicas x workers on
-Redis, all in one run; and the process tree whose CPU it counts."""
+Redis, all in one run; the called server slowed by `--call-ms`, and a report that states it; and the process tree
+whose CPU it counts."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from bench import load
+from bench import common, load
 
 
 def _args(**given: object) -> argparse.Namespace:
@@ -43,3 +46,61 @@ def test_the_cpu_of_a_process_and_its_children_is_counted() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_called_server_is_the_example_unless_calls_are_to_take_time() -> None:
+    plain = load.setup_config(load.Setup(instances=4), 0)["mcpServers"]["finance"]
+    assert plain["args"] == [str(load.ROOT / "examples" / "servers" / "finance.py")]
+    assert plain["instances"] == 4
+
+    slow = load.setup_config(load.Setup(instances=4), 50)["mcpServers"]["finance"]
+    assert slow["args"] == [str(load.ROOT / "bench" / "serial_server.py"), "--call-ms", "50"]
+    assert (slow["command"], slow["instances"]) == (plain["command"], 4)
+
+
+def _result(conversations: int) -> dict[str, object]:
+    return {
+        "conversations": conversations,
+        "errors": 0,
+        "per_s": conversations / 8,
+        "p50": 100.0,
+        "p99": 200.0,
+        "cpu_ms_per_conversation": 10.0,
+        "rss_peak": 700.0,
+        "rss_first_third": 690.0,
+        "rss_last_third": 700.0,
+        "reasons": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("call_ms", "said", "called"),
+    [
+        (
+            50.0,
+            "call time: 50 ms per finance call, one call at a time per process",
+            "bench/serial_server.py --call-ms 50",
+        ),
+        (0.0, "call time: finance as in the examples", "examples/servers/finance.py"),
+    ],
+)
+def test_the_report_states_the_call_time_and_what_finance_xn_means(
+    call_ms: float,
+    said: str,
+    called: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(common.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setattr(common, "git_state", lambda: ("abc1234", False))
+    args = _args(clients=40, seconds=8.0, stream=False, call_ms=call_ms, no_record=False, out="smoke")
+    load.report(args, [(load.Setup(instances=1), _result(160)), (load.Setup(instances=4), _result(400))], "log")
+
+    printed = capsys.readouterr().out
+    assert said in printed
+    assert "`finance xN`: N processes of the called stdio server (its `instances`)" in printed
+    assert "1 process, finance x1" in printed and "1 process, finance x4" in printed
+    results = json.loads((tmp_path / "smoke.json").read_text())["results"]
+    assert (results["call_ms"], results["called_server"]) == (call_ms, called)
+    assert [row["instances"] for row in results["setups"]] == [1, 4]
