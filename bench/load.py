@@ -300,7 +300,8 @@ def report(args: argparse.Namespace, results: list[tuple[Setup, dict[str, Any]]]
         print(f"{row} {r['rss_peak']:>12.1f} {r['rss_first_third']:>8.1f} / {r['rss_last_third']:<8.1f}")
         for reason, count in r["reasons"].items():
             print(f"  error x{count}: {reason}")
-    print(f"\ngateway log: {log}")
+    print(f"gateway log: {log}", file=sys.stderr)  # a machine path: never in a recorded table
+    print()
     print(
         f"`{CALLED_SERVER} xN`: N processes of the called stdio server (its `instances`) in each gateway process, and\n"
         "in each worker of a replica. The call time is what one call to it takes; with --call-ms each process\n"
