@@ -7,7 +7,7 @@ from pydantic import Field, StrictBool, model_validator
 from app.config.base import Strict
 from app.config.identities import ApiKey, IdentityConfig, identity_problems, key_of
 
-PER_IDENTITY = "one caller's share of the in-memory store (none: the whole store); over it, its oldest go first"
+PER_IDENTITY = "one caller's share of the store, in memory or in Redis (none: no share); over it, its oldest go first"
 
 
 class AuthConfig(Strict):

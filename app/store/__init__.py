@@ -19,10 +19,12 @@ def open_store(
     clock: Callable[[], float] = time.monotonic,
     owner_bytes: Mapping[str, int] | None = None,
 ) -> Store:
-    """Redis when `redis_url` is set (the bounds are then Redis' own `maxmemory`), otherwise memory; `owner_bytes`
-    bounds some owners apart from `max_owner_bytes`."""
+    """Redis when `redis_url` is set, otherwise memory. In memory `max_entries` and `max_bytes` bound the whole; in
+    Redis its own `maxmemory` does, and the store bounds each owner (shared by every replica) so that one owner's
+    flood never makes Redis evict another's. Either way an owner gets `max_owner_bytes`, or its own bound in
+    `owner_bytes`."""
     if redis_url:
         from app.store.redis import RedisStore  # redis is imported only when configured
 
-        return RedisStore(redis_url)
+        return RedisStore(redis_url, max_owner_bytes, owner_bytes)
     return MemoryStore(max_entries, max_bytes, max_owner_bytes, clock, owner_bytes)

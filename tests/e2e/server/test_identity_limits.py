@@ -1,6 +1,6 @@
 """Identities' limits through two real replicas (`toolsift serve` twice) on one real Redis, with the official SDKs:
 a limit reached on one replica is reached on the other, answered 429 with Retry-After in each front's shape; and
-one identity's flood of stored responses never evicts another's."""
+one identity's flood of stored responses never evicts another's, in memory or in Redis."""
 
 from __future__ import annotations
 
@@ -156,3 +156,34 @@ def test_one_identitys_flood_never_evicts_anothers_stored_responses(
         assert flood.responses.retrieve(flooded[-1]).id == flooded[-1]
         with pytest.raises(openai.NotFoundError):
             flood.responses.retrieve(flooded[0])  # its own oldest went, within its stored_bytes
+
+
+def test_in_redis_one_identitys_flood_is_bounded_over_both_replicas(
+    upstream: ScriptedUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """With the responses in Redis, each identity's share is counted there, once for both replicas: the flood
+    keeps only its latest within `max_bytes_per_identity`, and an identity's `stored_bytes` replaces that share."""
+    keys = [
+        {"name": "roomy", "key": "gw-roomy", "limits": {"stored_bytes": 1_000_000}},
+        {"name": "flooder", "key": "gw-flooder"},
+    ]
+    config = _config(
+        upstream,
+        auth={"api_keys": keys},
+        sessions={"redis_url": redis_url},
+        responses_store={"max_bytes_per_identity": 16_384},
+    )
+    path: Path = tmp_path_factory.mktemp("redis-flood") / "config.json"
+    path.write_text(json.dumps(config))
+    upstream.fallback = completion("a stored answer " + "x" * 1000)
+    with served_gateway(path, free_port()) as first, served_gateway(path, free_port()) as second:
+        roomy = [_openai(first, "gw-roomy").responses.create(model="fast", input="z" * 2000).id for _ in range(8)]
+        flooded = [
+            _openai(base, "gw-flooder").responses.create(model="fast", input="y" * 1000).id
+            for base in [first, second] * 20
+        ]
+        for id in roomy:  # about 40 kB: over the default share, within its own
+            assert _openai(second, "gw-roomy").responses.retrieve(id).id == id, "the flood did not evict another's"
+        assert _openai(first, "gw-flooder").responses.retrieve(flooded[-1]).id == flooded[-1]
+        with pytest.raises(openai.NotFoundError):
+            _openai(second, "gw-flooder").responses.retrieve(flooded[0])  # its oldest went, written on either

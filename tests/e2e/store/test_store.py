@@ -35,14 +35,20 @@ NEEDS_REDIS = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(params=[pytest.param("redis", marks=NEEDS_REDIS)])
-async def backend(redis_url: str) -> AsyncIterator[Backend]:
-    """A flushed Redis database of the module's own redis-server."""
+@pytest.fixture(
+    params=[
+        pytest.param(None, id="redis", marks=NEEDS_REDIS),
+        pytest.param(1 << 20, id="redis-bounded", marks=NEEDS_REDIS),
+    ]
+)
+async def backend(redis_url: str, request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    """A flushed Redis database of the module's own redis-server; bounded per owner, puts, gets and deletes keep
+    a count beside the entries."""
     import redis
 
     with redis.Redis.from_url(redis_url) as client:
         client.flushdb()
-    store = open_store(redis_url, 1000, 1 << 20)
+    store = open_store(redis_url, 1000, 1 << 20, max_owner_bytes=request.param)
     yield Backend(store, asyncio.sleep)
     await store.aclose()
 
@@ -52,11 +58,13 @@ async def test_a_redis_key_of_another_type_reads_as_absent_and_a_put_replaces_it
     """Sessions were Redis lists before they were values: one left behind is an empty session, then a new one."""
     import redis
 
-    with redis.Redis.from_url(redis_url) as client:
-        client.rpush("toolsift:session:alice:old", "a_tool")
-    sessions = Sessions(open_store(redis_url, 1000, 1 << 20), ttl_seconds=60)
-    old = SessionKey(Identity("alice"), "old")
-    assert await sessions.tools(old) == []
-    await sessions.remember(old, ["b_tool"])
-    assert await sessions.tools(old) == ["b_tool"]
-    await sessions.aclose()
+    for bound in (None, 1 << 20):  # a plain GET, and the script that marks a counted entry used
+        with redis.Redis.from_url(redis_url) as client:
+            client.delete("toolsift:session:alice:old")
+            client.rpush("toolsift:session:alice:old", "a_tool")
+        sessions = Sessions(open_store(redis_url, 1000, 1 << 20, max_owner_bytes=bound), ttl_seconds=60)
+        old = SessionKey(Identity("alice"), "old")
+        assert await sessions.tools(old) == []
+        await sessions.remember(old, ["b_tool"])
+        assert await sessions.tools(old) == ["b_tool"]
+        await sessions.aclose()
