@@ -175,6 +175,17 @@ def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: flo
             (position for position, tool_id in enumerate(ranked, 1) if any(tool_id in g for g in groups)), None
         )
         reciprocal.append(1 / first if first else 0.0)
+    return metrics_of(recalls, reciprocal, complete, latencies, build_seconds)
+
+
+def metrics_of(
+    recalls: dict[int, list[float]],
+    reciprocal: list[float],
+    complete: list[float],
+    latencies: list[float],
+    build_seconds: float,
+) -> dict[str, Any]:
+    """The means of one evaluation's per-query figures, rounded as the results files give them."""
     latencies_ms = sorted(value * 1000 for value in latencies)
     metrics: dict[str, Any] = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
     metrics.update(
@@ -184,7 +195,7 @@ def evaluate(rank: Ranker, queries: Sequence[dict[str, Any]], build_seconds: flo
             "build_s": round(build_seconds, 4),
             "mean_ms": round(statistics.fmean(latencies_ms), 3),
             "p99_ms": round(percentile(latencies_ms, 0.99), 3),
-            "queries": len(queries),
+            "queries": len(latencies),
         }
     )
     return metrics
@@ -226,20 +237,9 @@ def evaluate_calls(
         loaded.append(len(listed))
         first = next((n for n, tool_id in enumerate(listed, 1) if any(tool_id in g for g in groups)), None)
         reciprocal.append(1 / first if first else 0.0)
-    latencies_ms = sorted(value * 1000 for value in latencies)
-    metrics: dict[str, Any] = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
-    metrics.update(
-        {
-            "mrr": round(statistics.fmean(reciprocal), 4),
-            "complete_recall@5": round(statistics.fmean(complete), 4),
-            "build_s": round(build_seconds, 4),
-            "mean_ms": round(statistics.fmean(latencies_ms), 3),
-            "p99_ms": round(percentile(latencies_ms, 0.99), 3),
-            "queries": len(queries),
-            "queries_per_call": round(statistics.fmean(len(subqueries[q["id"]]) for q in queries), 3),
-            "tools_per_call@5": round(statistics.fmean(loaded), 3),
-        }
-    )
+    metrics = metrics_of(recalls, reciprocal, complete, latencies, build_seconds)
+    metrics["queries_per_call"] = round(statistics.fmean(len(subqueries[q["id"]]) for q in queries), 3)
+    metrics["tools_per_call@5"] = round(statistics.fmean(loaded), 3)
     return metrics
 
 

@@ -9,16 +9,20 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
+from app import tracing
 from app.config import Config
 from app.engine.gateway import Gateway
 from app.server.app import create_app
-from tests.support import SERVERS, Upstream, free_port, load_example, make_config, mock_upstreams
+from tests.support import SERVERS, ScriptedUpstream, Upstream, free_port, load_example, make_config, mock_upstreams
 from tests.support.anthropic import scripted_anthropic
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "e2e")
@@ -62,6 +66,15 @@ def upstream() -> Any:
         yield Upstream(router)
 
 
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedUpstream]:
+    """A scripted upstream on a loopback port (tests/support/scripted.py), one for the test module: its tests
+    script the replies they want and read back what the gateway sent."""
+    server = ScriptedUpstream().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def anthropic_upstream() -> Any:
     """An Anthropic upstream in memory: yields (calls, replies); push httpx.Responses onto replies."""
@@ -90,6 +103,21 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
     for gateway, client in started:
         await client.aclose()
         await gateway.stop()
+
+
+@pytest.fixture
+def exported() -> Iterator[InMemorySpanExporter]:
+    """Tracing on for the test, its spans kept in memory for it to read."""
+    from opentelemetry.sdk.trace import TracerProvider  # the `otel` extra: imported by the tests that trace only
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use(provider)
+    yield exporter
+    tracing.use(None)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,8 +23,7 @@ import openai
 import pytest
 import uvicorn
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -33,7 +32,7 @@ from app.config import parse_config
 from app.engine.gateway import Gateway
 from app.identity import Identity
 from app.server.app import create_app
-from tests.support import SERVERS, ScriptedUpstream, completion, free_port, load_example, served_gateway
+from tests.support import SERVERS, ScriptedUpstream, completion, free_port, gateway_config, load_example, served_gateway
 from tests.support.mcp import mcp_client, text
 
 KEY = "key-alice"
@@ -43,37 +42,13 @@ SECRET_WORDS = "my-private-words-4711"  # in the user's message: never in a span
 QUERY = "convert currency"
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-async def served(upstream: ScriptedUpstream) -> AsyncIterator[tuple[str, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use(provider)
+async def served(
+    scripted: ScriptedUpstream, exported: InMemorySpanExporter
+) -> AsyncIterator[tuple[str, InMemorySpanExporter]]:
+    servers = {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}}
     config = parse_config(
-        {
-            "providers": {
-                "up": {"base_url": upstream.base_url, "api_key": "sk-up-secret", "max_retries": 0},
-                "claude": {"type": "anthropic", "base_url": upstream.base_url, "api_key": "sk-ant", "max_retries": 0},
-            },
-            "models": {
-                "fast": {"provider": "up", "model": "gpt-test"},
-                "sonnet": {"provider": "claude", "model": "c-4"},
-            },
-            "mcpServers": {
-                "weather": {"command": "unused"},
-                "finance": {"command": "unused", "defer_loading": True},
-            },
-            "auth": {"api_keys": [KEY]},
-            "tool_discovery": {"semantic": {"enabled": False}},
-        },
-        environ={},
+        gateway_config(scripted, up_key="sk-up-secret", mcpServers=servers, auth={"api_keys": [KEY]}), environ={}
     )
     targets = {name: load_example(name).mcp for name in ("weather", "finance")}
     port = free_port()
@@ -85,15 +60,14 @@ async def served(upstream: ScriptedUpstream) -> AsyncIterator[tuple[str, InMemor
         assert not serving.done(), "the gateway did not start"
         await asyncio.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}", exporter
+        yield f"http://127.0.0.1:{port}", exported
     finally:
         server.should_exit = True
         await serving
-        tracing.use(None)
 
 
-def _script(upstream: ScriptedUpstream) -> None:
-    upstream.script(
+def _script(scripted: ScriptedUpstream) -> None:
+    scripted.script(
         completion(calls=[("search_tools", {"query": QUERY})]),
         completion(calls=[("finance__convert_currency", CONVERT)]),
         completion("About 4.6 EUR."),
@@ -172,10 +146,10 @@ def _request_tree(spans: list[ReadableSpan], front: str, model: str, provider: s
 
 
 async def test_a_chat_completion_is_one_trace_of_rounds_a_search_and_an_mcp_call(
-    served: tuple[str, InMemorySpanExporter], upstream: ScriptedUpstream
+    served: tuple[str, InMemorySpanExporter], scripted: ScriptedUpstream
 ) -> None:
     base, exporter = served
-    _script(upstream)
+    _script(scripted)
     client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=KEY, max_retries=0)
     reply = await client.chat.completions.create(
         model="fast",
@@ -190,10 +164,10 @@ async def test_a_chat_completion_is_one_trace_of_rounds_a_search_and_an_mcp_call
 
 
 async def test_a_streamed_message_is_the_same_trace_through_an_anthropic_upstream(
-    served: tuple[str, InMemorySpanExporter], upstream: ScriptedUpstream
+    served: tuple[str, InMemorySpanExporter], scripted: ScriptedUpstream
 ) -> None:
     base, exporter = served
-    _script(upstream)
+    _script(scripted)
     client = anthropic.AsyncAnthropic(base_url=base, api_key=KEY, max_retries=0)
     async with client.messages.stream(
         model="sonnet",
@@ -265,7 +239,7 @@ class _Collector(BaseHTTPRequestHandler):
 
 
 def test_toolsift_serve_exports_over_otlp_when_the_standard_variables_say_so(
-    upstream: ScriptedUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    scripted: ScriptedUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`toolsift serve` as a user runs it, with OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME only: its
     spans arrive at the collector over OTLP/HTTP, named for the service."""
@@ -274,16 +248,10 @@ def test_toolsift_serve_exports_over_otlp_when_the_standard_variables_say_so(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{collector.server_address[1]}")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "team-gateway")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-    config = {
-        "providers": {"up": {"base_url": upstream.base_url, "api_key": "sk-up-secret", "max_retries": 0}},
-        "models": {"fast": {"provider": "up", "model": "gpt-test"}},
-        "mcpServers": {
-            "weather": {"command": sys.executable, "args": [str(SERVERS / "weather.py")], "defer_loading": True}
-        },
-        "tool_discovery": {"semantic": {"enabled": False}},
-    }
+    weather = {"command": sys.executable, "args": [str(SERVERS / "weather.py")], "defer_loading": True}
+    config = gateway_config(scripted, claude=False, up_key="sk-up-secret", mcpServers={"weather": weather})
     (tmp_path / "config.json").write_text(json.dumps(config))
-    upstream.script(completion(calls=[("search_tools", {"query": "weather"})]), completion("Sunny."))
+    scripted.script(completion(calls=[("search_tools", {"query": "weather"})]), completion("Sunny."))
     try:
         with served_gateway(tmp_path / "config.json", free_port()) as base:
             client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)

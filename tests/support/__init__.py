@@ -3,6 +3,7 @@
 gateway: the config, example servers, request bodies, `toolsift serve` in a process. upstream: the in-memory
 OpenAI-compatible upstream and SSE. scripted: a scripted upstream served by uvicorn. anthropic: Anthropic's
 Messages API as an upstream. raw: a raw-bytes loopback upstream. mcp: the MCP front's clients and changing servers.
+browser: the console in a headless Chromium.
 """
 
 from tests.support.gateway import (
@@ -12,6 +13,8 @@ from tests.support.gateway import (
     GatewayFactory,
     chat_body,
     engine_request,
+    example_server,
+    gateway_config,
     load_example,
     make_config,
     served_gateway,
@@ -41,8 +44,10 @@ __all__ = [
     "content_of",
     "engine_request",
     "events",
+    "example_server",
     "finish_reasons",
     "free_port",
+    "gateway_config",
     "load_example",
     "make_config",
     "mock_upstreams",

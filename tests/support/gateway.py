@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from app.config import Config, parse_config
+from tests.support.scripted import ScriptedUpstream
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SERVERS = ROOT / "examples" / "servers"
@@ -53,6 +54,33 @@ def make_config(**overrides: Any) -> Config:
     # Keyword search unless a test asks for meaning: the semantic tests load the model themselves.
     raw["tool_discovery"] = {"semantic": {"enabled": False}, **raw.get("tool_discovery", {})}
     return parse_config(raw, environ={})
+
+
+def example_server(name: str, **options: Any) -> dict[str, Any]:
+    """An example server in a config's `mcpServers`, run over stdio as `python examples/servers/<name>.py`."""
+    return {"command": "python", "args": [str(SERVERS / f"{name}.py")], **options}
+
+
+def gateway_config(
+    upstream: ScriptedUpstream, *, claude: bool = True, up_key: str = "sk-up", **overrides: Any
+) -> dict[str, Any]:
+    """The config a served gateway's tests start from, on a scripted upstream: provider `up` (OpenAI's format, key
+    `up_key`) with model `fast`, and unless `claude=False` provider `claude` (Anthropic's) with model `sonnet`, none
+    retrying; the example servers weather (loaded) and finance (deferred); keyword search only. Any other keyword
+    replaces the top-level key of its name."""
+    base_url = upstream.base_url
+    providers: dict[str, Any] = {"up": {"base_url": base_url, "api_key": up_key, "max_retries": 0}}
+    models: dict[str, Any] = {"fast": {"provider": "up", "model": "gpt-test"}}
+    if claude:
+        providers["claude"] = {"type": "anthropic", "base_url": base_url, "api_key": "sk-ant", "max_retries": 0}
+        models["sonnet"] = {"provider": "claude", "model": "c-4"}
+    config: dict[str, Any] = {
+        "providers": providers,
+        "models": models,
+        "mcpServers": {"weather": example_server("weather"), "finance": example_server("finance", defer_loading=True)},
+        "tool_discovery": {"semantic": {"enabled": False}},
+    }
+    return config | overrides
 
 
 GatewayFactory = Callable[..., Any]

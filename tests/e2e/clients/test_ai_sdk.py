@@ -20,13 +20,6 @@ SCRIPT = Path(__file__).resolve().parents[2] / "support" / "ai_sdk_multistep.mjs
 
 
 @pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = {
         "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-up", "max_retries": 0}},

@@ -24,13 +24,6 @@ CONVERT = {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def side() -> Iterator[ScriptedUpstream]:
     """Where its small model's calls go (a newer release may make some): always the same short answer."""
     server = ScriptedUpstream().start()
@@ -40,13 +33,13 @@ def side() -> Iterator[ScriptedUpstream]:
 
 
 @pytest.fixture(scope="module")
-def gateway(upstream: ScriptedUpstream, side: ScriptedUpstream) -> Iterator[ServedGateway]:
+def gateway(scripted: ScriptedUpstream, side: ScriptedUpstream) -> Iterator[ServedGateway]:
     finance = {"command": sys.executable, "args": [str(SERVERS / "finance.py")], "defer_loading": True}
     config = parse_config(
         {
             "providers": {
-                "up": {"base_url": upstream.base_url, "api_key": "sk-up", "max_retries": 0},
-                "anthropic": {"type": "anthropic", "base_url": upstream.base_url, "api_key": "sk-an", "max_retries": 0},
+                "up": {"base_url": scripted.base_url, "api_key": "sk-up", "max_retries": 0},
+                "anthropic": {"type": "anthropic", "base_url": scripted.base_url, "api_key": "sk-an", "max_retries": 0},
                 "side": {"base_url": side.base_url, "api_key": "sk-side", "max_retries": 0},
             },
             "models": {
@@ -73,64 +66,64 @@ def _tool_tokens(tools: list[dict[str, Any]]) -> int:
 
 @pytest.mark.parametrize("model", ["claude", "claude-native"])
 def test_a_prompt_runs_to_the_end_at_the_first_try(
-    gateway: ServedGateway, upstream: ScriptedUpstream, tmp_path: Path, model: str
+    gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path, model: str
 ) -> None:
-    upstream.script(completion("Hello from the gateway."))
+    scripted.script(completion("Hello from the gateway."))
     gateway.exchanges.clear()
     result, _ = run_claude(gateway.base_url, "Say hello.", tmp_path, model=model)
     assert result["is_error"] is False and result["result"] == "Hello from the gateway."
     assert [exchange.status for exchange in gateway.exchanges] == [200], "no refusal, no retry without betas"
     sent = gateway.exchanges[0].json()
     roles = [message["role"] for message in sent["messages"]]
-    assert len(upstream.requests) == 1 and "Say hello." in json.dumps(upstream.requests[0]["messages"])
+    assert len(scripted.requests) == 1 and "Say hello." in json.dumps(scripted.requests[0]["messages"])
     if model == "claude-native":  # what it sent reached Anthropic's format as it was, betas and all
-        assert upstream.requests[0]["messages"] == sent["messages"]
-        assert upstream.headers[0]["anthropic-beta"] == gateway.exchanges[0].headers["anthropic-beta"]
-        assert all(upstream.requests[0][key] == sent[key] for key in ("thinking", "context_management") if key in sent)
+        assert scripted.requests[0]["messages"] == sent["messages"]
+        assert scripted.headers[0]["anthropic-beta"] == gateway.exchanges[0].headers["anthropic-beta"]
+        assert all(scripted.requests[0][key] == sent[key] for key in ("thinking", "context_management") if key in sent)
     elif "system" in roles:  # its mid-conversation system entries, where they stood
-        chat_roles = [message["role"] for message in upstream.requests[0]["messages"]]
+        chat_roles = [message["role"] for message in scripted.requests[0]["messages"]]
         assert chat_roles == ["system", *roles]
 
 
 def test_it_searches_and_runs_a_deferred_mcp_tool_server_side(
-    gateway: ServedGateway, upstream: ScriptedUpstream, tmp_path: Path
+    gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
-    upstream.script(
+    scripted.script(
         completion(calls=[("search_tools", {"query": "convert currency"})]),
         completion(calls=[("finance__convert_currency", CONVERT)]),
         completion("250 USD is about 230 EUR."),
     )
     result, _ = run_claude(gateway.base_url, "Convert 250 USD to EUR.", tmp_path)
     assert result["result"] == "250 USD is about 230 EUR."
-    assert "finance__convert_currency" in [tool["function"]["name"] for tool in upstream.requests[1]["tools"]]
-    ran = upstream.requests[2]["messages"][-1]
+    assert "finance__convert_currency" in [tool["function"]["name"] for tool in scripted.requests[1]["tools"]]
+    ran = scripted.requests[2]["messages"][-1]
     assert ran["role"] == "tool" and "EUR" in ran["content"], "the MCP tool ran in the gateway"
 
 
 def test_it_runs_its_own_bash_tool_and_carries_on_with_the_result(
-    gateway: ServedGateway, upstream: ScriptedUpstream, tmp_path: Path
+    gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
     command = "echo made-by-claude-code > made.txt && wc -c made.txt"
-    upstream.script(
+    scripted.script(
         completion(calls=[("Bash", {"command": command, "description": "Create made.txt"})]),
         completion("Created made.txt."),
     )
     result, work = run_claude(gateway.base_url, "Create a file made.txt in this directory.", tmp_path)
     assert result["result"] == "Created made.txt." and result["is_error"] is False
     assert (work / "made.txt").read_text() == "made-by-claude-code\n"
-    back = upstream.requests[1]["messages"][-1]
+    back = scripted.requests[1]["messages"][-1]
     assert back["role"] == "tool" and back["tool_call_id"] == "call_0_Bash" and "made.txt" in back["content"]
 
 
 def test_auto_deferral_sends_a_fraction_of_its_tool_tokens_upstream(
-    gateway: ServedGateway, upstream: ScriptedUpstream, tmp_path: Path
+    gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
     """With its own tool search off it sends every tool, its MCP tools (`mcp__textkit__*`) too: the gateway defers
     them; a deferred one the model finds comes back to it as `tool_use`, it runs it and carries on."""
     textkit = {"command": sys.executable, "args": [str(SERVERS / "textkit.py")]}
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"textkit": textkit}}))
     count = "mcp__textkit__count_words"
-    upstream.script(
+    scripted.script(
         completion(calls=[("search_tools", {"tool_names": [count]})]),
         completion(calls=[(count, {"text": "one two three"})]),
         completion("Three words."),
@@ -146,25 +139,25 @@ def test_auto_deferral_sends_a_fraction_of_its_tool_tokens_upstream(
     assert result["result"] == "Three words."
     first = gateway.exchanges[0].json()
     assert count in [tool["name"] for tool in first["tools"]]
-    sent, carried = _tool_tokens(first["tools"]), _tool_tokens(upstream.requests[0]["tools"])
+    sent, carried = _tool_tokens(first["tools"]), _tool_tokens(scripted.requests[0]["tools"])
     print(f"\nClaude Code sent {len(first['tools'])} tools, {sent:,} tokens (o200k); the first upstream call carried "
-          f"{len(upstream.requests[0]['tools'])}, {carried:,} tokens (-{100 - 100 * carried // sent}%)")  # fmt: skip
+          f"{len(scripted.requests[0]['tools'])}, {carried:,} tokens (-{100 - 100 * carried // sent}%)")  # fmt: skip
     assert carried * 4 < sent
-    assert [tool["function"]["name"] for tool in upstream.requests[0]["tools"]][-1] == "search_tools"
-    ran = upstream.requests[2]["messages"][-1]  # Claude Code ran its own MCP tool and sent the result back
+    assert [tool["function"]["name"] for tool in scripted.requests[0]["tools"]][-1] == "search_tools"
+    ran = scripted.requests[2]["messages"][-1]  # Claude Code ran its own MCP tool and sent the result back
     assert ran["role"] == "tool" and '"words":3' in ran["content"].replace(" ", "")
-    assert count in [tool["function"]["name"] for tool in upstream.requests[2]["tools"]]
+    assert count in [tool["function"]["name"] for tool in scripted.requests[2]["tools"]]
 
 
 def test_a_tool_its_own_tool_search_loaded_comes_back_to_it(
-    gateway: ServedGateway, upstream: ScriptedUpstream, tmp_path: Path
+    gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
     """By default it defers its MCP tools itself: its `ToolSearch` answers with a `tool_reference`, and the tool
     it loaded that way is the model's to call, back to it as `tool_use`."""
     textkit = {"command": sys.executable, "args": [str(SERVERS / "textkit.py")]}
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"textkit": textkit}}))
     count = "mcp__textkit__count_words"
-    upstream.script(
+    scripted.script(
         completion(calls=[("ToolSearch", {"query": f"select:{count}"})]),
         completion(calls=[(count, {"text": "one two three"})]),
         completion("Three words."),
@@ -172,6 +165,6 @@ def test_a_tool_its_own_tool_search_loaded_comes_back_to_it(
     args = ("--mcp-config", str(tmp_path / "mcp.json"))
     result, _ = run_claude(gateway.base_url, "Count the words in: one two three", tmp_path, args=args)
     assert result["result"] == "Three words."
-    assert count in [tool["function"]["name"] for tool in upstream.requests[1]["tools"]]
-    ran = upstream.requests[2]["messages"][-1]
+    assert count in [tool["function"]["name"] for tool in scripted.requests[1]["tools"]]
+    ran = scripted.requests[2]["messages"][-1]
     assert ran["role"] == "tool" and '"words":3' in ran["content"].replace(" ", "")

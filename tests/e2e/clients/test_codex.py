@@ -22,13 +22,6 @@ GPT5_MODEL = "gpt-5.5"  # a name Codex knows: it sends apply_patch as a freeform
 
 
 @pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = {
         "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-up", "max_retries": 0}},

@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
+from tests.support import SERVERS, ScriptedUpstream, completion, free_port, gateway_config, served_gateway
 from tests.support.mcp import mcp_client, names, text
 
 KEY = "gw-key"
@@ -23,36 +23,24 @@ WANTED = {"finance__convert_currency", "notes__create_note", "textkit__count_wor
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     servers = {
         name: {"command": sys.executable, "args": [str(SERVERS / f"{name}.py")], "defer_loading": True}
         for name in ("notes", "finance", "textkit")
     }
-    config = {
-        "providers": {"up": {"base_url": upstream.base_url, "api_key": "sk-up", "max_retries": 0}},
-        "models": {"fast": {"provider": "up", "model": "gpt-test"}},
-        "mcpServers": servers,
-        "tool_discovery": {"semantic": {"enabled": False}},
-        "auth": {"api_keys": [KEY]},
-        "mcp_front": {"run_task": {"model": "fast"}},
-    }
+    config = gateway_config(
+        scripted, claude=False, mcpServers=servers, auth={"api_keys": [KEY]}, mcp_front={"run_task": {"model": "fast"}}
+    )
     path: Path = tmp_path_factory.mktemp("queries") / "config.json"
     path.write_text(json.dumps(config))
     with served_gateway(path, free_port()) as base:
         yield base
 
 
-def _one_search_round(upstream: ScriptedUpstream) -> None:
-    assert len(upstream.requests) == 2, "one search round, then the answer"
-    assert set(upstream.tool_names(1)) >= WANTED and not WANTED & set(upstream.tool_names(0))
-    result = next(m for m in upstream.requests[1]["messages"] if m["role"] == "tool")["content"]
+def _one_search_round(scripted: ScriptedUpstream) -> None:
+    assert len(scripted.requests) == 2, "one search round, then the answer"
+    assert set(scripted.tool_names(1)) >= WANTED and not WANTED & set(scripted.tool_names(0))
+    result = next(m for m in scripted.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert result.startswith("Found ") and " for 3 queries:" in result.splitlines()[0]
     assert all(f"for '{query}'" in result for query in QUERIES)
 
@@ -91,11 +79,11 @@ FRONTS: dict[str, Callable[[str, bool], str]] = {"chat": _chat, "responses": _re
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("front", list(FRONTS))
 def test_one_call_of_three_queries_loads_three_capabilities_in_one_round(
-    gateway: str, upstream: ScriptedUpstream, front: str, stream: bool
+    gateway: str, scripted: ScriptedUpstream, front: str, stream: bool
 ) -> None:
-    upstream.script(completion(calls=[("search_tools", {"queries": QUERIES})]), completion("All three ready."))
+    scripted.script(completion(calls=[("search_tools", {"queries": QUERIES})]), completion("All three ready."))
     assert FRONTS[front](gateway, stream) == "All three ready."
-    _one_search_round(upstream)
+    _one_search_round(scripted)
 
 
 async def test_over_mcp_one_call_enables_the_tools_of_three_queries(gateway: str) -> None:
@@ -106,13 +94,13 @@ async def test_over_mcp_one_call_enables_the_tools_of_three_queries(gateway: str
         assert set(await names(client)) >= WANTED
 
 
-async def test_run_task_searches_three_capabilities_in_one_round(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion(calls=[("search_tools", {"queries": QUERIES})]), completion("Done in one search."))
+async def test_run_task_searches_three_capabilities_in_one_round(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion(calls=[("search_tools", {"queries": QUERIES})]), completion("Done in one search."))
     async with mcp_client(f"{gateway}/mcp", KEY) as client:
         result = await client.call_tool_mcp("run_task", {"task": "Convert 5 USD, note it, count the words."})
     body = text(result)
     assert not result.isError and body.startswith("Done in one search.") and "rounds: 2" in body
     assert "searched 'convert currency', 'create note', 'count words': " in body
-    _one_search_round(upstream)
+    _one_search_round(scripted)
     assert result.structuredContent is not None
     assert result.structuredContent["searches"][0]["queries"] == QUERIES

@@ -3,7 +3,6 @@ cut, and none of it touches requests to other servers. The upstream is a real on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,33 +13,26 @@ from tests.support.mcp import wait_for
 CRASHY = str(SERVERS.parent.parent / "tests" / "servers" / "crashy.py")
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-def _config(upstream: ScriptedUpstream) -> Any:
+def _config(scripted: ScriptedUpstream) -> Any:
     servers = {
         "crashy": {"command": "python", "args": [CRASHY], "tool_timeout": 3},
         "weather": {"command": "unused"},
     }
-    provider = {"base_url": upstream.base_url, "api_key": "sk-test", "max_retries": 0}
+    provider = {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0}
     return make_config(providers={"up": provider}, mcpServers=servers, tool_sets={}, tool_result_max_chars=5000)
 
 
 async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
-    upstream: ScriptedUpstream, gateway_factory: Any
+    scripted: ScriptedUpstream, gateway_factory: Any
 ) -> None:
-    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
-    upstream.script(
+    client, gateway = await gateway_factory(_config(scripted), targets={"weather": load_example("weather").mcp})
+    scripted.script(
         completion(calls=[("crashy__crash", {}), ("weather__get_current_weather", {"city": "Paris"})]),
         completion("the crash was reported"),
     )
     response = await client.post("/v1/chat/completions", json=chat_body("crash it"))
     assert response.status_code == 200
-    crashed, other = upstream.requests[1]["messages"][-2:]
+    crashed, other = scripted.requests[1]["messages"][-2:]
     assert crashed["content"].startswith("Error: ")
     assert not other["content"].startswith("Error"), "the other server's call in the same round still ran"
 
@@ -49,13 +41,13 @@ async def test_a_server_killed_mid_call_answers_an_error_and_comes_back(
     await wait_for(lambda: connection.state.value == "up")
     # The catalog is rebuilt after the server is up again, at most one rebuild interval later.
     await wait_for(lambda: "crashy__echo" in gateway.mcp.catalog.tools)
-    upstream.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
+    scripted.script(completion(calls=[("crashy__echo", {"text": "alive again"})]), completion("ok"))
     await client.post("/v1/chat/completions", json=chat_body("echo"))
-    assert upstream.requests[-1]["messages"][-1]["content"] == "alive again"
+    assert scripted.requests[-1]["messages"][-1]["content"] == "alive again"
 
 
 async def test_a_server_that_dies_while_idle_is_seen_down_by_the_liveness_ping(
-    upstream: ScriptedUpstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
+    scripted: ScriptedUpstream, gateway_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Idle connections are pinged, not re-listed; a stdio server that died between calls is still seen down."""
     import os
@@ -65,7 +57,7 @@ async def test_a_server_that_dies_while_idle_is_seen_down_by_the_liveness_ping(
     from app.mcp.client import connection as connection_module
 
     monkeypatch.setattr(connection_module, "LIVENESS_INTERVAL", 0.2)
-    _, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
+    _, gateway = await gateway_factory(_config(scripted), targets={"weather": load_example("weather").mcp})
     connection = gateway.mcp.connections["crashy"]
     await wait_for(lambda: connection.state.value == "up")
     (child,) = [pid for pid in _children(os.getpid()) if "crashy" in Path(f"/proc/{pid}/cmdline").read_text()]
@@ -75,21 +67,21 @@ async def test_a_server_that_dies_while_idle_is_seen_down_by_the_liveness_ping(
 
 
 async def test_a_hanging_tool_times_out_and_a_huge_result_is_cut(
-    upstream: ScriptedUpstream, gateway_factory: Any
+    scripted: ScriptedUpstream, gateway_factory: Any
 ) -> None:
-    client, gateway = await gateway_factory(_config(upstream), targets={"weather": load_example("weather").mcp})
-    upstream.script(completion(calls=[("crashy__hang", {})]), completion("done"))
+    client, gateway = await gateway_factory(_config(scripted), targets={"weather": load_example("weather").mcp})
+    scripted.script(completion(calls=[("crashy__hang", {})]), completion("done"))
     response = await client.post("/v1/chat/completions", json=chat_body("slow"))
     assert response.status_code == 200
-    hung = upstream.requests[1]["messages"][-1]["content"]
+    hung = scripted.requests[1]["messages"][-1]["content"]
     assert hung == "Error: 'hang' on MCP server 'crashy' timed out after 3s"
-    upstream.script(completion(calls=[("crashy__huge", {"megabytes": 2})]), completion("done"))
+    scripted.script(completion(calls=[("crashy__huge", {"megabytes": 2})]), completion("done"))
     await client.post("/v1/chat/completions", json=chat_body("big"))
-    huge = upstream.requests[-1]["messages"][-1]["content"]
+    huge = scripted.requests[-1]["messages"][-1]["content"]
     assert len(huge) <= 5000 and "truncated by toolsift: showing 5,000 of 2,097,152 characters" in huge
-    upstream.script(completion(calls=[("crashy__echo", {"text": "still fine"})]), completion("ok"))
+    scripted.script(completion(calls=[("crashy__echo", {"text": "still fine"})]), completion("ok"))
     await client.post("/v1/chat/completions", json=chat_body("echo"))
-    assert upstream.requests[-1]["messages"][-1]["content"] == "still fine"
+    assert scripted.requests[-1]["messages"][-1]["content"] == "still fine"
     assert gateway.mcp.connections["crashy"].state.value == "up"
 
 

@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support import ROOT, ScriptedUpstream, completion, free_port, served_gateway
+from tests.support import ROOT, ScriptedUpstream, completion, free_port, gateway_config, served_gateway
 from tests.support.mcp import mcp_client, names, text
 
 ECHO = ROOT / "tests" / "servers" / "echo_identity.py"
@@ -27,13 +27,6 @@ SECRETS = {"alice": "alice-secret-1", "bob": "bob-secret-2"}
 
 def _fingerprint(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:12]
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +46,11 @@ def echo_http() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway(upstream: ScriptedUpstream, echo_http: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    config = {
-        "providers": {"up": {"base_url": upstream.base_url, "api_key": "sk-up", "max_retries": 0}},
-        "models": {"fast": {"provider": "up", "model": "gpt-test"}},
-        "mcpServers": {
+def gateway(scripted: ScriptedUpstream, echo_http: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    config = gateway_config(
+        scripted,
+        claude=False,
+        mcpServers={
             "echo": {
                 "command": sys.executable,
                 "args": [str(ECHO)],
@@ -66,32 +59,31 @@ def gateway(upstream: ScriptedUpstream, echo_http: str, tmp_path_factory: pytest
             },
             "remote": {"url": echo_http, "headers": {"X-Token": "${identity.ECHO_TOKEN}"}},
         },
-        "auth": {
+        auth={
             "api_keys": [
                 {"name": "alice", "key": "gw-alice", "secrets": {"ECHO_TOKEN": SECRETS["alice"]}},
                 {"name": "bob", "key": "gw-bob", "secrets": {"ECHO_TOKEN": SECRETS["bob"]}},
                 {"name": "carol", "key": "gw-carol"},
             ]
         },
-        "tool_discovery": {"semantic": {"enabled": False}},
-    }
+    )
     path: Path = tmp_path_factory.mktemp("credentials") / "config.json"
     path.write_text(json.dumps(config))
     with served_gateway(path, free_port()) as base:
         yield base
 
 
-def _whoami(gateway: str, upstream: ScriptedUpstream, key: str, tool: str) -> str:
-    upstream.script(completion(calls=[(tool, {})]), completion("done"))
+def _whoami(gateway: str, scripted: ScriptedUpstream, key: str, tool: str) -> str:
+    scripted.script(completion(calls=[(tool, {})]), completion("done"))
     openai.OpenAI(base_url=f"{gateway}/v1", api_key=key, max_retries=0).chat.completions.create(
         model="fast", messages=[{"role": "user", "content": "who am I?"}]
     )
-    return str(upstream.requests[1]["messages"][-1]["content"])
+    return str(scripted.requests[1]["messages"][-1]["content"])
 
 
-def test_each_identitys_secret_reaches_only_its_own_stdio_process(gateway: str, upstream: ScriptedUpstream) -> None:
-    alice = _whoami(gateway, upstream, "gw-alice", "echo__whoami")
-    bob = _whoami(gateway, upstream, "gw-bob", "echo__whoami")
+def test_each_identitys_secret_reaches_only_its_own_stdio_process(gateway: str, scripted: ScriptedUpstream) -> None:
+    alice = _whoami(gateway, scripted, "gw-alice", "echo__whoami")
+    bob = _whoami(gateway, scripted, "gw-bob", "echo__whoami")
     assert f"token={_fingerprint(SECRETS['alice'])}" in alice
     assert f"token={_fingerprint(SECRETS['bob'])}" in bob
     pids = [re.search(r"pid=(\d+)", found) for found in (alice, bob)]
@@ -99,19 +91,19 @@ def test_each_identitys_secret_reaches_only_its_own_stdio_process(gateway: str, 
     assert SECRETS["alice"] not in alice + bob and SECRETS["bob"] not in alice + bob
 
 
-def test_each_identitys_secret_reaches_only_its_own_remote_connection(gateway: str, upstream: ScriptedUpstream) -> None:
-    alice = _whoami(gateway, upstream, "gw-alice", "remote__whoami")
-    bob = _whoami(gateway, upstream, "gw-bob", "remote__whoami")
+def test_each_identitys_secret_reaches_only_its_own_remote_connection(gateway: str, scripted: ScriptedUpstream) -> None:
+    alice = _whoami(gateway, scripted, "gw-alice", "remote__whoami")
+    bob = _whoami(gateway, scripted, "gw-bob", "remote__whoami")
     assert f"token={_fingerprint(SECRETS['alice'])}" in alice and f"token={_fingerprint(SECRETS['bob'])}" in bob
     assert "authorization=none" in alice + bob, "the caller's own key never reaches an MCP server"
 
 
 def test_an_identity_without_the_secret_gets_a_clear_error_and_the_others_work(
-    gateway: str, upstream: ScriptedUpstream
+    gateway: str, scripted: ScriptedUpstream
 ) -> None:
-    carol = _whoami(gateway, upstream, "gw-carol", "echo__whoami")
+    carol = _whoami(gateway, scripted, "gw-carol", "echo__whoami")
     assert "needs this key's secret ECHO_TOKEN" in carol and "'carol'" in carol
-    assert f"token={_fingerprint(SECRETS['bob'])}" in _whoami(gateway, upstream, "gw-bob", "echo__whoami")
+    assert f"token={_fingerprint(SECRETS['bob'])}" in _whoami(gateway, scripted, "gw-bob", "echo__whoami")
 
 
 async def test_the_mcp_front_calls_on_the_callers_own_connection(gateway: str) -> None:
@@ -123,8 +115,8 @@ async def test_the_mcp_front_calls_on_the_callers_own_connection(gateway: str) -
         assert refused.is_error and "needs this key's secret ECHO_TOKEN" in text(refused)
 
 
-def test_an_idle_identitys_connection_closes(gateway: str, upstream: ScriptedUpstream) -> None:
-    _whoami(gateway, upstream, "gw-bob", "echo__whoami")
+def test_an_idle_identitys_connection_closes(gateway: str, scripted: ScriptedUpstream) -> None:
+    _whoami(gateway, scripted, "gw-bob", "echo__whoami")
     assert httpx.get(f"{gateway}/healthz").json()["servers"]["echo"]["identities"] == ["bob"]
     deadline = time.monotonic() + 10
     while httpx.get(f"{gateway}/healthz").json()["servers"]["echo"]["identities"] and time.monotonic() < deadline:

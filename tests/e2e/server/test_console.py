@@ -1,8 +1,5 @@
-"""The console in a real headless Chromium against a real `toolsift serve`, and the CLI asking that gateway.
-
-Chromium is Debian's package (`.ci/run` installs it), driven by Playwright's Python API through its
-`executable_path`; no browser is downloaded. Where it is missing the browser test is skipped and says so.
-"""
+"""The console in a real headless Chromium (see tests/support/browser.py) against a real `toolsift serve`, and the
+CLI asking that gateway."""
 
 from __future__ import annotations
 
@@ -18,21 +15,10 @@ import pytest
 from openai import OpenAI
 
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
+from tests.support.browser import console_page
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]  # fmt: skip
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 USER, ADMIN = "console-user-key", "console-admin-key"
-
-
-@pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedUpstream]:
-    upstream = ScriptedUpstream().start()
-    yield upstream
-    upstream.stop()
 
 
 @pytest.fixture(scope="module")
@@ -65,72 +51,54 @@ def chat_missing_a_tool(base: str, scripted: ScriptedUpstream) -> str:
 
 
 def test_console_in_headless_chromium(gateway: str, scripted: ScriptedUpstream, tmp_path: Path) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
-    from PIL import Image, ImageStat
-    from playwright.sync_api import expect, sync_playwright
+    with console_page(gateway) as page:
+        from PIL import Image, ImageStat
+        from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(30_000)
-            page.goto(f"{gateway}/console")
-            # Keys are on: the page asks for the admin key before it shows anything.
-            expect(page.locator("#key-form")).to_be_visible()
-            expect(page.locator("#key-message")).to_contain_text("admin key")
-            page.fill("#key", ADMIN)
-            page.click("#key-form button[type=submit]")
-            servers = page.locator("#servers tbody tr.server")
-            expect(servers).to_have_count(3)
-            expect(page.locator("#servers")).to_contain_text("finance")
-            expect(page.locator("#tools tbody tr.tool").first).to_be_visible()
-            expect(page.locator("#manifest-tokens")).to_contain_text("search_tools definition")
+        # Keys are on: the page asks for the admin key before it shows anything.
+        expect(page.locator("#key-form")).to_be_visible()
+        expect(page.locator("#key-message")).to_contain_text("admin key")
+        page.fill("#key", ADMIN)
+        page.click("#key-form button[type=submit]")
+        servers = page.locator("#servers tbody tr.server")
+        expect(servers).to_have_count(3)
+        expect(page.locator("#servers")).to_contain_text("finance")
+        expect(page.locator("#tools tbody tr.tool").first).to_be_visible()
+        expect(page.locator("#manifest-tokens")).to_contain_text("search_tools definition")
 
-            page.fill("#query", "convert currency")
-            page.click("#search-form button[type=submit]")
-            first = page.locator("#search-results tbody tr.result").first
-            expect(first).to_contain_text("finance__convert_currency")
-            expect(first).to_contain_text("name: convert, currency")
+        page.fill("#query", "convert currency")
+        page.click("#search-form button[type=submit]")
+        first = page.locator("#search-results tbody tr.result").first
+        expect(first).to_contain_text("finance__convert_currency")
+        expect(first).to_contain_text("name: convert, currency")
 
-            request_id = chat_missing_a_tool(gateway, scripted)  # while the page is open: it refreshes itself
-            missed = page.locator("#requests tbody tr.miss", has_text=request_id)
-            expect(missed).to_contain_text("xylophone tuning", timeout=20_000)
-            expect(missed).to_contain_text("likely miss: found nothing")
-            assert page.evaluate("sessionStorage.getItem('toolsift.adminKey')") == ADMIN
-            assert ADMIN not in page.url
+        request_id = chat_missing_a_tool(gateway, scripted)  # while the page is open: it refreshes itself
+        missed = page.locator("#requests tbody tr.miss", has_text=request_id)
+        expect(missed).to_contain_text("xylophone tuning", timeout=20_000)
+        expect(missed).to_contain_text("likely miss: found nothing")
+        assert page.evaluate("sessionStorage.getItem('toolsift.adminKey')") == ADMIN
+        assert ADMIN not in page.url
 
-            shot = page.screenshot(full_page=True)
-            (tmp_path / "console.png").write_bytes(shot)
-            image = Image.open(io.BytesIO(shot)).convert("L")
-            assert image.size[0] == 1280 and image.size[1] > 900
-            assert ImageStat.Stat(image).stddev[0] > 10, "the screenshot is blank"
-        finally:
-            browser.close()
+        shot = page.screenshot(full_page=True)
+        (tmp_path / "console.png").write_bytes(shot)
+        image = Image.open(io.BytesIO(shot)).convert("L")
+        assert image.size[0] == 1280 and image.size[1] > 900
+        assert ImageStat.Stat(image).stddev[0] > 10, "the screenshot is blank"
 
 
 def test_the_playground_searches_several_queries_as_one_call(gateway: str) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
-    from playwright.sync_api import expect, sync_playwright
+    with console_page(gateway) as page:
+        from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(30_000)
-            page.goto(f"{gateway}/console")
-            page.fill("#key", ADMIN)
-            page.click("#key-form button[type=submit]")
-            page.fill("#query", "convert currency\ncreate a note")
-            page.click("#search-form button[type=submit]")
-            results = page.locator("#search-results tbody tr.result")
-            expect(results.filter(has_text="create a note").first).to_contain_text("notes__create_note")
-            expect(results.first).to_contain_text("convert currency")
-            expect(page.locator("#search-mode")).to_contain_text("for 2 queries")
-            expect(page.locator("#search-text")).to_contain_text("for 2 queries:")
-        finally:
-            browser.close()
+        page.fill("#key", ADMIN)
+        page.click("#key-form button[type=submit]")
+        page.fill("#query", "convert currency\ncreate a note")
+        page.click("#search-form button[type=submit]")
+        results = page.locator("#search-results tbody tr.result")
+        expect(results.filter(has_text="create a note").first).to_contain_text("notes__create_note")
+        expect(results.first).to_contain_text("convert currency")
+        expect(page.locator("#search-mode")).to_contain_text("for 2 queries")
+        expect(page.locator("#search-text")).to_contain_text("for 2 queries:")
 
 
 def test_cli_search_of_several_queries_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:

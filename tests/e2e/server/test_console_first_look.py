@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.e2e.server.test_console import CHROMIUM, CHROMIUM_ARGS
 from tests.support import SERVERS, free_port, served_gateway
+from tests.support.browser import console_page
 
 BROKEN = "import sys\nprint('cannot open the inventory database', file=sys.stderr)\nsys.exit(3)\n"
 
@@ -42,36 +42,27 @@ def test_the_page_says_it_is_loading_and_has_a_favicon(gateway: str) -> None:
 
 
 def test_the_console_reads_as_text_and_says_why(gateway: str) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
-    from playwright.sync_api import expect, sync_playwright
+    with console_page(gateway) as page:
+        from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(30_000)
-            page.goto(f"{gateway}/console")
-            expect(page.locator("#console")).to_be_visible()
-            expect(page.locator("#loading")).to_be_hidden()
+        expect(page.locator("#console")).to_be_visible()
+        expect(page.locator("#loading")).to_be_hidden()
 
-            manifest = page.locator("#manifest")
-            expect(manifest).to_contain_text("finance (7 tools)")
-            shown = manifest.inner_text()
-            assert "\n" in shown and "\\n" not in shown and not shown.lstrip().startswith("{"), shown[:200]
-            expect(page.locator("#manifest-json-box summary")).to_contain_text("as JSON")
+        manifest = page.locator("#manifest")
+        expect(manifest).to_contain_text("finance (7 tools)")
+        shown = manifest.inner_text()
+        assert "\n" in shown and "\\n" not in shown and not shown.lstrip().startswith("{"), shown[:200]
+        expect(page.locator("#manifest-json-box summary")).to_contain_text("as JSON")
 
-            broken = page.locator("#servers tbody tr.server", has_text="inventory")
-            expect(broken).to_contain_text("exited with code 3 before the MCP handshake")
-            broken.locator("details.stderr summary").click()
-            expect(broken.locator("details.stderr pre")).to_have_text("cannot open the inventory database")
+        broken = page.locator("#servers tbody tr.server", has_text="inventory")
+        expect(broken).to_contain_text("exited with code 3 before the MCP handshake")
+        broken.locator("details.stderr summary").click()
+        expect(broken.locator("details.stderr pre")).to_have_text("cannot open the inventory database")
 
-            page.fill("#query", "xylophone tuning")
-            page.click("#search-form button[type=submit]")
-            expect(page.locator("#search-mode")).to_contain_text("No tool found for “xylophone tuning”")
-            expect(page.locator("#search-results")).to_be_hidden()
-            page.fill("#query", "convert currency")
-            page.click("#search-form button[type=submit]")
-            expect(page.locator("#search-results tbody tr.result").first).to_contain_text("finance__convert_currency")
-        finally:
-            browser.close()
+        page.fill("#query", "xylophone tuning")
+        page.click("#search-form button[type=submit]")
+        expect(page.locator("#search-mode")).to_contain_text("No tool found for “xylophone tuning”")
+        expect(page.locator("#search-results")).to_be_hidden()
+        page.fill("#query", "convert currency")
+        page.click("#search-form button[type=submit]")
+        expect(page.locator("#search-results tbody tr.result").first).to_contain_text("finance__convert_currency")

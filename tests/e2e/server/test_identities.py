@@ -16,7 +16,7 @@ import openai
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
+from tests.support import ScriptedUpstream, completion, free_port, gateway_config, served_gateway
 from tests.support.mcp import mcp_client, names, text
 
 WEATHER = ["weather__get_air_quality", "weather__get_alerts", "weather__get_current_weather", "weather__get_forecast"]
@@ -24,39 +24,23 @@ CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    config = {
-        "providers": {
-            "up": {"base_url": upstream.base_url, "api_key": "sk-up", "max_retries": 0},
-            "claude": {"type": "anthropic", "base_url": upstream.base_url, "api_key": "sk-ant", "max_retries": 0},
-        },
-        "default_provider": "up",
-        "models": {"fast": {"provider": "up", "model": "gpt-test"}, "sonnet": {"provider": "claude", "model": "c-4"}},
-        "mcpServers": {
-            "weather": {"command": "python", "args": [str(SERVERS / "weather.py")]},
-            "finance": {"command": "python", "args": [str(SERVERS / "finance.py")], "defer_loading": True},
-        },
-        "tool_sets": {
+def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    config = gateway_config(
+        scripted,
+        default_provider="up",
+        tool_sets={
             "weather_only": {"servers": {"weather": True}},
             "money": {"servers": {"finance": True}},
             "forecasts": {"servers": {"weather": ["get_forecast"]}},
         },
-        "auth": {
+        auth={
             "api_keys": [
                 {"name": "alice", "key": "gw-alice", "tool_set": "weather_only", "models": ["fast", "sonnet"]},
                 {"name": "bob", "key": "gw-bob", "tool_set": "money"},
                 "gw-plain",
             ]
         },
-        "tool_discovery": {"semantic": {"enabled": False}},
-    }
+    )
     path: Path = tmp_path_factory.mktemp("identities") / "config.json"
     path.write_text(json.dumps(config))
     with served_gateway(path, free_port()) as base:
@@ -71,30 +55,30 @@ def _tool_result(request: dict[str, Any]) -> str:
     return str(request["messages"][-1]["content"])
 
 
-def test_chat_completions_serve_each_identity_its_own_tools(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion(calls=[("finance__convert_currency", CONVERT)]), completion("no"))
+def test_chat_completions_serve_each_identity_its_own_tools(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion(calls=[("finance__convert_currency", CONVERT)]), completion("no"))
     _openai(gateway, "gw-alice").chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}])
-    assert sorted(upstream.tool_names(0)) == WEATHER, "alice sees her tool set only"
-    assert "Unknown tool 'finance__convert_currency'" in _tool_result(upstream.requests[1]), "and cannot call bob's"
+    assert sorted(scripted.tool_names(0)) == WEATHER, "alice sees her tool set only"
+    assert "Unknown tool 'finance__convert_currency'" in _tool_result(scripted.requests[1]), "and cannot call bob's"
 
-    upstream.script(completion(calls=[("weather__get_forecast", {"city": "Paris"})]), completion("no"))
+    scripted.script(completion(calls=[("weather__get_forecast", {"city": "Paris"})]), completion("no"))
     _openai(gateway, "gw-bob").chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}])
-    assert upstream.tool_names(0) == ["search_tools"], "bob's tools are finance's, deferred behind search"
-    assert "finance" in json.dumps(upstream.requests[0]["tools"]) and "weather" not in json.dumps(upstream.requests[0])
-    assert "Unknown tool 'weather__get_forecast'" in _tool_result(upstream.requests[1])
+    assert scripted.tool_names(0) == ["search_tools"], "bob's tools are finance's, deferred behind search"
+    assert "finance" in json.dumps(scripted.requests[0]["tools"]) and "weather" not in json.dumps(scripted.requests[0])
+    assert "Unknown tool 'weather__get_forecast'" in _tool_result(scripted.requests[1])
 
-    upstream.script(completion("all"))
+    scripted.script(completion("all"))
     _openai(gateway, "gw-plain").chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}])
-    assert sorted(upstream.tool_names(0)) == sorted([*WEATHER, "search_tools"]), "a plain key sees everything"
+    assert sorted(scripted.tool_names(0)) == sorted([*WEATHER, "search_tools"]), "a plain key sees everything"
 
 
-def test_a_request_narrows_its_identitys_tool_set_and_never_widens_it(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion("narrowed"))
+def test_a_request_narrows_its_identitys_tool_set_and_never_widens_it(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion("narrowed"))
     alice = _openai(gateway, "gw-alice")
     alice.chat.completions.create(
         model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "forecasts"}
     )
-    assert upstream.tool_names(0) == ["weather__get_forecast"], "the intersection of her set and the asked one"
+    assert scripted.tool_names(0) == ["weather__get_forecast"], "the intersection of her set and the asked one"
     with pytest.raises(openai.PermissionDeniedError) as refused:
         alice.chat.completions.create(
             model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "money"}
@@ -107,8 +91,8 @@ def test_a_request_narrows_its_identitys_tool_set_and_never_widens_it(gateway: s
     assert streamed.value.code == "tool_set_not_allowed"
 
 
-def test_a_model_outside_an_identitys_models_is_403_on_each_front(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script()
+def test_a_model_outside_an_identitys_models_is_403_on_each_front(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script()
     alice = _openai(gateway, "gw-alice")
     with pytest.raises(openai.PermissionDeniedError) as chat:
         alice.chat.completions.create(model="gpt-other", messages=[{"role": "user", "content": "x"}])
@@ -120,21 +104,21 @@ def test_a_model_outside_an_identitys_models_is_403_on_each_front(gateway: str, 
     with pytest.raises(anthropic.PermissionDeniedError) as messages:
         claude.messages.create(model="gpt-other", max_tokens=8, messages=[{"role": "user", "content": "x"}])
     assert messages.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
-    assert upstream.requests == [], "nothing went upstream"
+    assert scripted.requests == [], "nothing went upstream"
 
 
-def test_responses_and_messages_serve_each_identity_its_own_tools(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion(calls=[("finance__convert_currency", CONVERT)]), completion("no"))
+def test_responses_and_messages_serve_each_identity_its_own_tools(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion(calls=[("finance__convert_currency", CONVERT)]), completion("no"))
     _openai(gateway, "gw-alice").responses.create(model="fast", input="convert")
-    assert sorted(upstream.tool_names(0)) == WEATHER
-    assert "Unknown tool 'finance__convert_currency'" in _tool_result(upstream.requests[1])
+    assert sorted(scripted.tool_names(0)) == WEATHER
+    assert "Unknown tool 'finance__convert_currency'" in _tool_result(scripted.requests[1])
 
-    upstream.script(completion(calls=[("weather__get_forecast", {"city": "Paris"})]), completion("no"))
+    scripted.script(completion(calls=[("weather__get_forecast", {"city": "Paris"})]), completion("no"))
     claude = anthropic.Anthropic(base_url=gateway, api_key="gw-bob", max_retries=0)
     claude.messages.create(model="sonnet", max_tokens=64, messages=[{"role": "user", "content": "weather?"}])
-    sent = [tool["name"] for tool in upstream.requests[0]["tools"]]
-    assert sent == ["search_tools"] and "weather" not in json.dumps(upstream.requests[0]["tools"])
-    assert "Unknown tool 'weather__get_forecast'" in json.dumps(upstream.requests[1]["messages"][-1])
+    sent = [tool["name"] for tool in scripted.requests[0]["tools"]]
+    assert sent == ["search_tools"] and "weather" not in json.dumps(scripted.requests[0]["tools"])
+    assert "Unknown tool 'weather__get_forecast'" in json.dumps(scripted.requests[1]["messages"][-1])
 
 
 async def test_the_mcp_front_serves_each_identity_its_own_tools(gateway: str) -> None:
@@ -164,8 +148,8 @@ async def test_the_mcp_front_serves_each_identity_its_own_tools(gateway: str) ->
     assert refused_http.json()["error"]["data"]["code"] == "tool_set_not_allowed"
 
 
-def test_metrics_name_the_identity_never_its_key(gateway: str, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion("hello"))
+def test_metrics_name_the_identity_never_its_key(gateway: str, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion("hello"))
     _openai(gateway, "gw-alice").chat.completions.create(model="fast", messages=[{"role": "user", "content": "x"}])
     metrics = httpx.get(f"{gateway}/metrics", headers={"Authorization": "Bearer gw-alice"}).text
     assert 'toolsift_identity_requests_total{identity="alice",status="200"}' in metrics

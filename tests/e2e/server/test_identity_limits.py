@@ -17,43 +17,26 @@ import httpx
 import openai
 import pytest
 
-from tests.support import SERVERS, ScriptedUpstream, completion, free_port, served_gateway
+from tests.support import ScriptedUpstream, completion, example_server, free_port, gateway_config, served_gateway
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
 USER = [{"role": "user", "content": "x"}]
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-def _config(upstream: ScriptedUpstream, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": {
-            "up": {"base_url": upstream.base_url, "api_key": "sk-up", "max_retries": 0},
-            "claude": {"type": "anthropic", "base_url": upstream.base_url, "api_key": "sk-ant", "max_retries": 0},
-        },
-        "default_provider": "up",
-        "models": {"fast": {"provider": "up", "model": "gpt-test"}, "sonnet": {"provider": "claude", "model": "c-4"}},
-        "mcpServers": {"weather": {"command": "python", "args": [str(SERVERS / "weather.py")]}},
-        "tool_discovery": {"semantic": {"enabled": False}},
-        **extra,
-    }
+def _config(scripted: ScriptedUpstream, **extra: Any) -> dict[str, Any]:
+    return gateway_config(scripted, default_provider="up", mcpServers={"weather": example_server("weather")}, **extra)
 
 
 @pytest.fixture(scope="module")
 def replicas(
-    upstream: ScriptedUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+    scripted: ScriptedUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[str]]:
     keys = [
         {"name": "rpm", "key": "gw-rpm", "limits": {"requests_per_minute": 3}},
         {"name": "slow", "key": "gw-slow", "limits": {"concurrent": 1}},
         {"name": "tokens", "key": "gw-tokens", "limits": {"tokens_per_day": 20}},
     ]
-    config = _config(upstream, auth={"api_keys": keys}, sessions={"redis_url": redis_url})
+    config = _config(scripted, auth={"api_keys": keys}, sessions={"redis_url": redis_url})
     path: Path = tmp_path_factory.mktemp("replicas") / "config.json"
     path.write_text(json.dumps(config))
     with served_gateway(path, free_port()) as first, served_gateway(path, free_port()) as second:
@@ -70,9 +53,9 @@ def _clear_of_a_minute_boundary() -> None:
         time.sleep(61 - time.time() % 60)
 
 
-def test_requests_per_minute_are_shared_by_two_replicas(replicas: list[str], upstream: ScriptedUpstream) -> None:
+def test_requests_per_minute_are_shared_by_two_replicas(replicas: list[str], scripted: ScriptedUpstream) -> None:
     _clear_of_a_minute_boundary()
-    upstream.fallback = completion("ok")
+    scripted.fallback = completion("ok")
     first, second = replicas
     _openai(first, "gw-rpm").chat.completions.create(model="fast", messages=USER)
     _openai(second, "gw-rpm").responses.create(model="fast", input="x")
@@ -103,10 +86,10 @@ def test_requests_per_minute_are_shared_by_two_replicas(replicas: list[str], ups
     _openai(first, "gw-tokens").chat.completions.create(model="fast", messages=USER)  # another identity: its own
 
 
-def test_concurrent_requests_are_leased_across_replicas(replicas: list[str], upstream: ScriptedUpstream) -> None:
-    upstream.fallback = completion("ok")
+def test_concurrent_requests_are_leased_across_replicas(replicas: list[str], scripted: ScriptedUpstream) -> None:
+    scripted.fallback = completion("ok")
     first, second = replicas
-    upstream.delay = 2.0
+    scripted.delay = 2.0
     answers: list[str] = []
 
     def slow() -> None:
@@ -122,13 +105,13 @@ def test_concurrent_requests_are_leased_across_replicas(replicas: list[str], ups
         assert "1 requests at once" in refused.value.message
     finally:
         running.join()
-        upstream.delay = 0.0
+        scripted.delay = 0.0
     assert answers == ["ok"]
     _openai(second, "gw-slow").chat.completions.create(model="fast", messages=USER)  # its slot was released
 
 
-def test_tokens_per_day_are_counted_over_both_replicas(replicas: list[str], upstream: ScriptedUpstream) -> None:
-    upstream.fallback = completion("ok")  # 15 tokens each
+def test_tokens_per_day_are_counted_over_both_replicas(replicas: list[str], scripted: ScriptedUpstream) -> None:
+    scripted.fallback = completion("ok")  # 15 tokens each
     first, second = replicas
     _openai(second, "gw-tokens").chat.completions.create(model="fast", messages=USER)  # 15 more, over 20 now
     with pytest.raises(openai.RateLimitError) as refused:
@@ -138,16 +121,16 @@ def test_tokens_per_day_are_counted_over_both_replicas(replicas: list[str], upst
 
 
 def test_one_identitys_flood_never_evicts_anothers_stored_responses(
-    upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
+    scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     keys = [
         {"name": "keeper", "key": "gw-keeper"},
         {"name": "flood", "key": "gw-flood", "limits": {"stored_bytes": 16_384}},
     ]
-    config = _config(upstream, auth={"api_keys": keys}, responses_store={"max_bytes": 65_536})
+    config = _config(scripted, auth={"api_keys": keys}, responses_store={"max_bytes": 65_536})
     path: Path = tmp_path_factory.mktemp("flood") / "config.json"
     path.write_text(json.dumps(config))
-    upstream.fallback = completion("a stored answer " + "x" * 1000)
+    scripted.fallback = completion("a stored answer " + "x" * 1000)
     with served_gateway(path, free_port()) as base:
         keeper, flood = _openai(base, "gw-keeper"), _openai(base, "gw-flood")
         kept = keeper.responses.create(model="fast", input="remember this")

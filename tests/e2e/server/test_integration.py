@@ -26,14 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = json.loads((ROOT / "config.json").read_text())
     for server in config["mcpServers"].values():
         server["args"] = [str(ROOT / arg) for arg in server["args"]]
@@ -52,14 +45,14 @@ def gateway(upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
     config["stream_keepalive_seconds"] = 0.3
     config["providers"]["claude"] = {
         "type": "anthropic",
-        "base_url": upstream.base_url,
+        "base_url": scripted.base_url,
         "api_key": "sk-ant-integration",
     }
     config["models"]["claude"] = {"provider": "claude", "model": "claude-sonnet-4-5"}
     path = workdir / "config.json"
     path.write_text(json.dumps(config))
     port = free_port()
-    env = {**os.environ, "OPENAI_API_KEY": "sk-integration-secret", "OPENAI_BASE_URL": upstream.base_url}
+    env = {**os.environ, "OPENAI_API_KEY": "sk-integration-secret", "OPENAI_BASE_URL": scripted.base_url}
     toolsift = Path(sys.executable).parent / "toolsift"
     log = (path.parent / "gateway.log").open("w")
     process = subprocess.Popen(
@@ -105,8 +98,8 @@ def test_health_reports_every_server_up_before_the_port_opened(gateway: str) -> 
     assert all(server["state"] == "up" and server["transport"] == "stdio" for server in health["servers"].values())
 
 
-def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
-    upstream.script(
+def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, scripted: ScriptedUpstream) -> None:
+    scripted.script(
         completion(calls=[("search_tools", {"query": "create a note"})]),
         completion(calls=[("notes__create_note", {"title": "Groceries", "body": "eggs, milk"})]),
         completion("Saved your note."),
@@ -117,7 +110,7 @@ def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstre
     stats: dict[str, Any] = reply.model_extra["tool_discovery"]  # type: ignore[index]
     assert stats["rounds"] == 3 and stats["search_calls"] == 1 and stats["tools_called"] == ["notes__create_note"]
 
-    first = upstream.tool_names(0)
+    first = scripted.tool_names(0)
     assert first == [
         "weather__get_current_weather",
         "weather__get_forecast",
@@ -126,29 +119,29 @@ def test_search_by_query_then_mcp_call_then_answer(client: openai.OpenAI, upstre
         "slow__long_report",
         "search_tools",
     ]
-    assert upstream.requests[0]["model"] == "gpt-4.1-mini"
-    assert upstream.headers[0]["authorization"] == "Bearer sk-integration-secret"
-    second = upstream.tool_names(1)
+    assert scripted.requests[0]["model"] == "gpt-4.1-mini"
+    assert scripted.headers[0]["authorization"] == "Bearer sk-integration-secret"
+    second = scripted.tool_names(1)
     assert second[:6] == first and "notes__create_note" in second[6:]
-    created = json.loads(upstream.requests[2]["messages"][-1]["content"])
+    created = json.loads(scripted.requests[2]["messages"][-1]["content"])
     assert created["title"] == "Groceries" and created["id"].startswith("note-")
 
 
-def test_search_by_server_runs_a_third_party_server(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
-    upstream.script(
+def test_search_by_server_runs_a_third_party_server(client: openai.OpenAI, scripted: ScriptedUpstream) -> None:
+    scripted.script(
         completion(calls=[("search_tools", {"server_name": "time"})]),
         completion(calls=[("time__get_current_time", {"timezone": "Asia/Tokyo"})]),
         completion("It is evening in Tokyo."),
     )
     reply = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "Time in Tokyo?"}])
     assert reply.choices[0].message.content == "It is evening in Tokyo."
-    assert upstream.tool_names(1)[-2:] == ["time__get_current_time", "time__convert_time"]
-    result = upstream.requests[2]["messages"][-1]["content"]
+    assert scripted.tool_names(1)[-2:] == ["time__get_current_time", "time__convert_time"]
+    result = scripted.requests[2]["messages"][-1]["content"]
     assert "Asia/Tokyo" in result and not result.startswith("Error")
 
 
-def test_exact_names_and_a_client_tool_returned_to_the_sdk(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
-    upstream.script(
+def test_exact_names_and_a_client_tool_returned_to_the_sdk(client: openai.OpenAI, scripted: ScriptedUpstream) -> None:
+    scripted.script(
         completion(calls=[("search_tools", {"tool_names": ["convert_currency", "open_ticket"]})]),
         completion(calls=[("open_ticket", {"summary": "refund"})]),
     )
@@ -168,17 +161,17 @@ def test_exact_names_and_a_client_tool_returned_to_the_sdk(client: openai.OpenAI
     assert choice.finish_reason == "tool_calls"
     assert choice.message.tool_calls is not None
     assert [call.function.name for call in choice.message.tool_calls] == ["open_ticket"]  # type: ignore[union-attr]
-    assert upstream.tool_names(1)[-2:] == ["finance__convert_currency", "open_ticket"]
-    assert "open_ticket" not in upstream.tool_names(0)
+    assert scripted.tool_names(1)[-2:] == ["finance__convert_currency", "open_ticket"]
+    assert "open_ticket" not in scripted.tool_names(0)
 
 
-def test_tool_set_from_extra_body_restricts_discovery(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
-    upstream.script(completion(calls=[("search_tools", {"query": "weather forecast note"})]), completion("nothing"))
+def test_tool_set_from_extra_body_restricts_discovery(client: openai.OpenAI, scripted: ScriptedUpstream) -> None:
+    scripted.script(completion(calls=[("search_tools", {"query": "weather forecast note"})]), completion("nothing"))
     client.chat.completions.create(
         model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "clock"}
     )
-    assert upstream.tool_names(0) == ["search_tools"]
-    assert "No tools found" in upstream.requests[1]["messages"][-1]["content"]
+    assert scripted.tool_names(0) == ["search_tools"]
+    assert "No tools found" in scripted.requests[1]["messages"][-1]["content"]
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(
             model="fast", messages=[{"role": "user", "content": "x"}], extra_body={"tool_set": "nope"}
@@ -196,13 +189,13 @@ def test_bad_bodies_get_openai_errors(client: openai.OpenAI, gateway: str) -> No
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
 
 
-def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI, upstream: ScriptedUpstream) -> None:
+def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI, scripted: ScriptedUpstream) -> None:
     script = (
         completion(calls=[("search_tools", {"query": "exchange rates currency"})], usage=(50, 5)),
         completion(calls=[("finance__convert_currency", {"amount": 10, "from_currency": "EUR", "to_currency": "USD"})]),
         completion("Ten euros are about 10.87 US dollars today.", usage=(70, 7)),
     )
-    upstream.script(*script)
+    scripted.script(*script)
     stream = client.chat.completions.create(
         model="fast",
         messages=[{"role": "user", "content": "10 EUR in USD?"}],
@@ -219,20 +212,20 @@ def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI,
     ]
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.total_tokens == 55 + 15 + 77
-    assert all(request["stream"] is True for request in upstream.requests)
-    converted = upstream.requests[2]["messages"][-1]["content"]
+    assert all(request["stream"] is True for request in scripted.requests)
+    converted = scripted.requests[2]["messages"][-1]["content"]
     assert "USD" in converted and not converted.startswith("Error")
 
-    upstream.script(*script)
+    scripted.script(*script)
     plain = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "10 EUR in USD?"}])
     assert plain.choices[0].message.content == text
 
 
 def test_disconnect_mid_stream_cancels_the_running_mcp_call(
-    gateway: str, upstream: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
+    gateway: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     marker = next(Path(tmp_path_factory.getbasetemp()).glob("gateway*")) / "slow-marker.txt"
-    upstream.script(completion(calls=[("slow__long_report", {"topic": "tides"})]), completion("never sent"))
+    scripted.script(completion(calls=[("slow__long_report", {"topic": "tides"})]), completion("never sent"))
     body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "report"}]}
     with httpx.stream("POST", f"{gateway}/v1/chat/completions", json=body, timeout=10) as response:
         for line in response.iter_lines():
@@ -243,14 +236,14 @@ def test_disconnect_mid_stream_cancels_the_running_mcp_call(
         time.sleep(0.05)
     assert marker.read_text() == "cancelled"
     time.sleep(0.5)
-    assert len(upstream.requests) == 1, "no further upstream round after the client left"
+    assert len(scripted.requests) == 1, "no further upstream round after the client left"
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_same_sdk_code_works_against_an_anthropic_upstream(
-    client: openai.OpenAI, upstream: ScriptedUpstream, stream: bool
+    client: openai.OpenAI, scripted: ScriptedUpstream, stream: bool
 ) -> None:
-    upstream.script(
+    scripted.script(
         completion(calls=[("search_tools", {"query": "exchange rates"})], usage=(40, 4)),
         completion(calls=[("finance__get_exchange_rates", {"base": "EUR"})], usage=(60, 6)),
         completion("The euro buys about 1.09 dollars.", usage=(80, 8)),
@@ -271,9 +264,9 @@ def test_the_same_sdk_code_works_against_an_anthropic_upstream(
     assert text == "The euro buys about 1.09 dollars."
     assert reasons == ["stop"]
     assert usage is not None and usage.prompt_tokens == 180 and usage.completion_tokens == 18
-    first = upstream.requests[0]
+    first = scripted.requests[0]
     assert first["system"] == "Be brief." and first["max_tokens"] == 4096 and first["model"] == "claude-sonnet-4-5"
     assert first["tools"][-1]["name"] == "search_tools" and "input_schema" in first["tools"][-1]
-    assert upstream.headers[0]["x-api-key"] == "sk-ant-integration"
-    result = upstream.requests[2]["messages"][-1]["content"][0]
+    assert scripted.headers[0]["x-api-key"] == "sk-ant-integration"
+    result = scripted.requests[2]["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and "USD" in result["content"]

@@ -33,13 +33,6 @@ WHOAMI = str(SERVERS.parent.parent / "tests" / "servers" / "whoami.py")
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
 
-@pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
 class Replica:
     def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
         self.process, self.base = process, f"http://127.0.0.1:{port}"

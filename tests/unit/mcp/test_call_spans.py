@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from fastmcp import Context, FastMCP
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -32,16 +28,6 @@ def probe_server() -> FastMCP:
         raise ValueError("no")
 
     return server
-
-
-@pytest.fixture
-def exported() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use(provider)
-    yield exporter
-    tracing.use(None)
 
 
 async def test_an_mcp_call_is_a_client_span_whose_context_reaches_the_server(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,10 @@ TESTS_SERVERS = ROOT / "tests" / "servers"
 NOTE = {"title": "Groceries", "body": "milk, eggs"}
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    scripted = ScriptedUpstream().start()
-    yield scripted
-    scripted.stop()
-
-
-def config_for(tmp: Path, upstream: ScriptedUpstream, **run_task: Any) -> Path:
+def config_for(tmp: Path, scripted: ScriptedUpstream, **run_task: Any) -> Path:
     marker = tmp / "slow-marker.txt"
     config = {
-        "providers": {"up": {"base_url": upstream.base_url, "api_key": "k", "max_retries": 0}},
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "k", "max_retries": 0}},
         "models": {"worker": {"provider": "up", "model": "scripted-model"}},
         "mcpServers": {
             "notes": {"command": sys.executable, "args": [str(SERVERS / "notes.py")], "defer_loading": True},
@@ -80,8 +72,8 @@ def save_a_note_script() -> list[dict[str, Any]]:
     ]
 
 
-async def check_a_whole_task(client: Client[Any], upstream: ScriptedUpstream) -> None:
-    upstream.script(*save_a_note_script())
+async def check_a_whole_task(client: Client[Any], scripted: ScriptedUpstream) -> None:
+    scripted.script(*save_a_note_script())
     result, progress = await run_task(client, "Save a note called Groceries: milk, eggs")
     body = text(result)
     assert not result.isError, body
@@ -91,21 +83,21 @@ async def check_a_whole_task(client: Client[Any], upstream: ScriptedUpstream) ->
     assert [call["name"] for call in result.structuredContent["calls"]] == ["notes__create_note"]
     assert any(message.startswith("searched 'create a note'") for message in progress)
     assert "calling notes__create_note" in progress and any("notes__create_note: ok" in m for m in progress)
-    assert len(upstream.requests) == 3
-    assert upstream.requests[0]["model"] == "scripted-model"
-    assert "notes__create_note" in upstream.tool_names(1), "found by search, loaded for the next round"
-    assert upstream.requests[0]["messages"] == [
+    assert len(scripted.requests) == 3
+    assert scripted.requests[0]["model"] == "scripted-model"
+    assert "notes__create_note" in scripted.tool_names(1), "found by search, loaded for the next round"
+    assert scripted.requests[0]["messages"] == [
         {"role": "user", "content": "Save a note called Groceries: milk, eggs"}
     ], "only the task: the calling client's context never reaches the upstream"
 
 
-async def test_run_task_over_stdio(tmp_path: Path, upstream: ScriptedUpstream) -> None:
-    async with stdio(config_for(tmp_path, upstream)) as client:
+async def test_run_task_over_stdio(tmp_path: Path, scripted: ScriptedUpstream) -> None:
+    async with stdio(config_for(tmp_path, scripted)) as client:
         assert "run_task" in [tool.name for tool in await client.list_tools()]
-        await check_a_whole_task(client, upstream)
+        await check_a_whole_task(client, scripted)
 
         # A destructive tool is refused, and both the model and the record say so.
-        upstream.script(
+        scripted.script(
             completion(calls=[("search_tools", {"tool_names": ["danger__wipe_records", "danger__count_records"]})]),
             completion(
                 calls=[("danger__wipe_records", {"table": "users"}), ("danger__count_records", {"table": "users"})]
@@ -116,11 +108,11 @@ async def test_run_task_over_stdio(tmp_path: Path, upstream: ScriptedUpstream) -
         body = text(result)
         assert "refused danger__wipe_records" in body and "destructive" in body
         assert "called danger__count_records: ok" in body
-        told = [m["content"] for m in upstream.requests[2]["messages"] if m["role"] == "tool"]
+        told = [m["content"] for m in scripted.requests[2]["messages"] if m["role"] == "tool"]
         assert any("was not run" in content and "destructive" in content for content in told)
 
         # Limits and errors come back as a tool error the calling model can read.
-        upstream.script()  # the upstream answers 500: script exhausted
+        scripted.script()  # the upstream answers 500: script exhausted
         result, _ = await run_task(client, "anything")
         assert result.isError and "error:" in text(result) and "script exhausted" in text(result)
         result, _ = await run_task(client, "  ")
@@ -129,15 +121,15 @@ async def test_run_task_over_stdio(tmp_path: Path, upstream: ScriptedUpstream) -
         assert result.isError and "Unknown tool_set 'nope'" in text(result)
 
 
-async def test_run_task_over_http_and_cancellation(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+async def test_run_task_over_http_and_cancellation(tmp_path: Path, scripted: ScriptedUpstream) -> None:
     port = free_port()
-    config = config_for(tmp_path, upstream, allow_destructive=True, deadline_seconds=60)
+    config = config_for(tmp_path, scripted, allow_destructive=True, deadline_seconds=60)
     with served_gateway(config, port) as base:
         async with Client(f"{base}/mcp", timeout=60) as client:
-            await check_a_whole_task(client, upstream)
+            await check_a_whole_task(client, scripted)
 
             # The client cancels while a tool runs: the tool is cancelled, the gateway goes on serving.
-            upstream.script(completion(calls=[("slow__long_report", {"topic": "q3"})]), completion("late"))
+            scripted.script(completion(calls=[("slow__long_report", {"topic": "q3"})]), completion("late"))
             progress = asyncio.Event()
             call = asyncio.ensure_future(
                 client.call_tool_mcp(
@@ -158,7 +150,7 @@ async def test_run_task_over_http_and_cancellation(tmp_path: Path, upstream: Scr
                     break
                 await asyncio.sleep(0.1)
             assert marker.read_text() == "cancelled", "the pending MCP call was cancelled with the task"
-            await check_a_whole_task(client, upstream)
+            await check_a_whole_task(client, scripted)
 
 
 async def _set(event: asyncio.Event) -> None:

@@ -17,13 +17,6 @@ from tests.unit.fronts.responses.test_responses_agents import agent_on, rounds
 
 
 @pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = {
         "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-up", "max_retries": 0}},
