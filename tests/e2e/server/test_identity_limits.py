@@ -142,7 +142,7 @@ def test_one_identitys_flood_never_evicts_anothers_stored_responses(
 
 
 def test_in_redis_one_identitys_flood_is_bounded_over_both_replicas(
-    upstream: ScriptedUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+    scripted: ScriptedUpstream, redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """With the responses in Redis, each identity's share is counted there, once for both replicas: the flood
     keeps only its latest within `max_bytes_per_identity`, and an identity's `stored_bytes` replaces that share."""
@@ -151,14 +151,14 @@ def test_in_redis_one_identitys_flood_is_bounded_over_both_replicas(
         {"name": "flooder", "key": "gw-flooder"},
     ]
     config = _config(
-        upstream,
+        scripted,
         auth={"api_keys": keys},
         sessions={"redis_url": redis_url},
         responses_store={"max_bytes_per_identity": 16_384},
     )
     path: Path = tmp_path_factory.mktemp("redis-flood") / "config.json"
     path.write_text(json.dumps(config))
-    upstream.fallback = completion("a stored answer " + "x" * 1000)
+    scripted.fallback = completion("a stored answer " + "x" * 1000)
     with served_gateway(path, free_port()) as first, served_gateway(path, free_port()) as second:
         roomy = [_openai(first, "gw-roomy").responses.create(model="fast", input="z" * 2000).id for _ in range(8)]
         flooded = [
