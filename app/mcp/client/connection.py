@@ -24,7 +24,7 @@ from app.mcp.client.pipe import list_tools
 from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
-from app.mcp.client.stdio import build_transport, start_problem
+from app.mcp.client.stdio import build_transport, closed_because, start_problem
 from app.offload import off_loop
 from app.redaction import redact
 from app.schema_check import first_error
@@ -132,13 +132,12 @@ class ServerConnection:
                 await self._refresh_while_alive(client)
                 if self.output is not None:
                     await self.output.settle(1.0)  # did it exit, or stop answering?
-                lost = self._cause(getattr(target, "closed_because", None) or "connection lost", handshake)
+                lost = self._cause(closed_because(target) or "connection lost", handshake)
             self._fail(lost)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a broken server must never take the gateway down
-            reason = getattr(target, "closed_because", None)  # the transport ended it (a message over the limit)
-            self._fail(reason or self._cause(describe_exception(exc), handshake))
+            self._fail(closed_because(target) or self._cause(describe_exception(exc), handshake))
         finally:
             self._client = None
             if self.output is not None:

@@ -44,24 +44,13 @@ class BoundedReads:
         )
 
 
-class BoundedStreamableHttp(StreamableHttpTransport):
-    def __init__(self, url: str, headers: dict[str, str], limit: int) -> None:
-        self.bounds = BoundedReads(limit)
-        super().__init__(url, headers=headers, httpx_client_factory=self.bounds.client)
-
-    @property
-    def closed_because(self) -> str | None:
-        return self.bounds.closed_because
-
-
-class BoundedSse(SSETransport):
-    def __init__(self, url: str, headers: dict[str, str], limit: int) -> None:
-        self.bounds = BoundedReads(limit)
-        super().__init__(url, headers=headers, httpx_client_factory=self.bounds.client)
-
-    @property
-    def closed_because(self) -> str | None:
-        return self.bounds.closed_because
+def bounded_remote(url: str, headers: dict[str, str], limit: int, sse: bool) -> Any:
+    """fastmcp's streamable HTTP (or SSE) transport for `url`, its reads bounded; `.bounds` says why it ended."""
+    bounds = BoundedReads(limit)
+    kind = SSETransport if sse else StreamableHttpTransport
+    transport = kind(url, headers=headers, httpx_client_factory=bounds.client)
+    setattr(transport, "bounds", bounds)  # noqa: B010 - fastmcp's class, one attribute more
+    return transport
 
 
 class _Bounded(httpx2.AsyncByteStream):

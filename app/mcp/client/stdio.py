@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.config import McpServerConfig
-from app.mcp.client.http_bound import BoundedSse, BoundedStreamableHttp
+from app.mcp.client.http_bound import bounded_remote
 from app.mcp.client.pipe import PipeTransport
 
 # Passed to every stdio server when the gateway has them: a custom CA or a proxy is the machine's, not a secret.
@@ -82,9 +82,12 @@ def build_transport(
             on_spawn=on_spawn,
         )
     assert config.url is not None
-    if config.transport_name == "sse":
-        return BoundedSse(config.url, config.headers, max_message_bytes)
-    return BoundedStreamableHttp(config.url, config.headers, max_message_bytes)
+    return bounded_remote(config.url, config.headers, max_message_bytes, sse=config.transport_name == "sse")
+
+
+def closed_because(transport: Any) -> str | None:
+    """Why the transport itself ended its last connection (a message over the limit), when it did."""
+    return getattr(getattr(transport, "bounds", transport), "closed_because", None)
 
 
 def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | None = None) -> str | None:
