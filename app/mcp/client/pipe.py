@@ -32,6 +32,7 @@ from app.mcp.client.large_messages import LARGE_LINE_BYTES, parse_large, parse_l
 from app.offload import off_loop
 
 READ_BYTES = 65536
+LISTING_LINE_BYTES = 16 * 1024  # a tools/list answer this large is checked off the loop
 MAX_PAGES = 250  # fastmcp's limit on a paged listing
 STOP_GRACE_SECONDS = 2.0  # after stdin closes, before SIGTERM; and again before SIGKILL
 
@@ -137,7 +138,10 @@ class PipeTransport(ClientTransport):
                 tasks.cancel_scope.cancel()
 
     async def _parse(self, line: bytes) -> SessionMessage | Exception:
-        if len(line) <= LARGE_LINE_BYTES:
+        # While a listing is awaited, a line of a few dozen tools or more goes to the pool too: the SDK's checks of
+        # a listing cost about 50 microseconds a tool on the loop, ten times the parse.
+        listing = bool(self._listings) and len(line) > LISTING_LINE_BYTES
+        if len(line) <= LARGE_LINE_BYTES and not listing:
             message = parse_line(line)
         else:
             parsed = await off_loop(parse_large, line, frozenset(self._listings))

@@ -99,6 +99,29 @@ async def test_thousands_of_tools_arrive_whole_parsed_in_the_worker_pool(monkeyp
     assert any(size <= large_messages.LARGE_LINE_BYTES and thread == "MainThread" for size, thread in parsed)
 
 
+async def test_a_listing_of_a_few_dozen_tools_is_checked_in_the_worker_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small enough to parse where it arrives, but the SDK's three checks of 100 tools would still cost the loop
+    several milliseconds: while a listing is awaited, such a line goes to the pool."""
+    threads: list[tuple[int, str]] = []
+    real = large_messages.parse_large
+
+    def spy(line: bytes, listings: Any) -> Any:
+        threads.append((len(line), threading.current_thread().name))
+        return real(line, listings)
+
+    monkeypatch.setattr(pipe, "parse_large", spy)
+    manager = manager_for("many_tools.py", {"MANY_TOOLS": "100"}, {})
+    await manager.start()
+    try:
+        connection = manager.connections["it"]
+        assert connection.state.value == "up", connection.error
+        assert len(connection.tools) == 100 and connection.tools[42].name == "lookup_42"
+    finally:
+        await manager.stop()
+    assert threads and all(size < large_messages.LARGE_LINE_BYTES for size, _ in threads), threads
+    assert all(thread.startswith("toolsift-work") for _, thread in threads), threads
+
+
 @pytest.mark.parametrize(
     "text",
     [
