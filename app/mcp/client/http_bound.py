@@ -9,12 +9,16 @@ limit: the server is reported down with that reason and reconnected like after a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+import mcp_types
 from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+from app.mcp.client.remote_listings import RemoteListings
 
 
 class MessageTooLargeError(httpx2.ReadError):
@@ -28,6 +32,11 @@ class BoundedReads:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.closed_because: str | None = None
+        self.listings = RemoteListings()
+
+    def take_listed(self) -> list[mcp_types.Tool] | None:
+        """The tools of the last large `tools/list` answer (app/mcp/client/remote_listings.py)."""
+        return self.listings.take_listed()
 
     def client(
         self,
@@ -79,9 +88,34 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
         self._bounds = bounds
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        listings = self._bounds.listings
+        if request.method == "POST":
+            with contextlib.suppress(httpx2.RequestNotRead):  # a streamed body is no listing request
+                listings.sent(request.content)
         response = await self._inner.handle_async_request(request)
-        response.stream = _Bounded(response.stream, self._bounds, request)
+        bounded = _Bounded(response.stream, self._bounds, request)
+        kind = response.headers.get("content-type", "")
+        if "text/event-stream" in kind:
+            response.stream = _Passed(listings.events(bounded.__aiter__()), bounded)
+        elif "json" in kind and listings.pending:
+            response.stream = _Passed(listings.json_body(bounded.__aiter__()), bounded)
+        else:
+            response.stream = bounded
         return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class _Passed(httpx2.AsyncByteStream):
+    """A response's bytes as `chunks` gives them; closing closes the stream they come from."""
+
+    def __init__(self, chunks: AsyncIterator[bytes], source: httpx2.AsyncByteStream) -> None:
+        self._chunks, self._source = chunks, source
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._source.aclose()

@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 LARGE_LINE_BYTES = 256 * 1024  # parsing this much JSON in one call takes about 2 ms: larger lines go in pieces
+LISTING_LINE_BYTES = 16 * 1024  # a tools/list answer this large is checked off the loop (the SDK's checks cost more)
 _decoder = JSONDecoder()
 
 

@@ -28,11 +28,10 @@ from mcp import ClientSession
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from app.mcp.client.large_messages import LARGE_LINE_BYTES, parse_large, parse_line
+from app.mcp.client.large_messages import LARGE_LINE_BYTES, LISTING_LINE_BYTES, parse_large, parse_line
 from app.offload import off_loop
 
 READ_BYTES = 65536
-LISTING_LINE_BYTES = 16 * 1024  # a tools/list answer this large is checked off the loop
 MAX_PAGES = 250  # fastmcp's limit on a paged listing
 STOP_GRACE_SECONDS = 2.0  # after stdin closes, before SIGTERM; and again before SIGKILL
 
@@ -201,16 +200,17 @@ async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
 
 
 async def list_tools(client: Client[Any], transport: Any) -> list[mcp_types.Tool]:
-    """Every page of the server's tools (as fastmcp's `list_tools`), the large pages' tools taken from the stdio
-    transport, where they were parsed and validated off the loop."""
-    if not isinstance(transport, PipeTransport):
+    """Every page of the server's tools (as fastmcp's `list_tools`), a large page's tools taken from the
+    transport, where they were parsed and validated off the loop (a stdio one, or a remote one's `bounds`)."""
+    source = transport if isinstance(transport, PipeTransport) else getattr(transport, "bounds", None)
+    if source is None:
         return await client.list_tools()
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         page = await client.list_tools_mcp(cursor=cursor)
-        listed = transport.take_listed()
+        listed = source.take_listed()
         tools.extend(page.tools if listed is None else listed)
         cursor = page.next_cursor
         if cursor is None or cursor in seen:  # a server that repeats a cursor would page forever

@@ -17,7 +17,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from app.config import parse_config
-from app.mcp.client import large_messages, pipe
+from app.mcp.client import large_messages, pipe, remote_listings
 from app.mcp.client.connections import McpManager
 from tests.support import ROOT
 from tests.support.mcp import wait_for
@@ -97,6 +97,37 @@ async def test_thousands_of_tools_arrive_whole_parsed_in_the_worker_pool(monkeyp
     large = [thread for size, thread in parsed if size > large_messages.LARGE_LINE_BYTES]
     assert large and all(thread.startswith("toolsift-work") for thread in large), parsed
     assert any(size <= large_messages.LARGE_LINE_BYTES and thread == "MainThread" for size, thread in parsed)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_a_remote_servers_large_listing_arrives_whole_checked_in_the_worker_pool(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over streamable HTTP and SSE, the answer to tools/list is an event: taken apart in the pool, as over stdio."""
+    threads: list[str] = []
+    real = large_messages.parse_large
+
+    def spy(data: bytes, listings: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(data, listings)
+
+    monkeypatch.setattr(remote_listings, "parse_large", spy)
+    for url in serve_over_http(TEST_SERVERS / "many_tools.py", transport, {**os.environ, "MANY_TOOLS": "2000"}):
+        kind = "streamable-http" if transport == "http" else "sse"
+        entry = {"url": url, "transport": kind, "startup_timeout": 20}
+        manager = McpManager(parse_config({"mcpServers": {"it": entry}, "mcp_limits": {"max_tools_per_server": 5000}}))
+        await manager.start()
+        try:
+            connection = manager.connections["it"]
+            assert connection.state.value == "up", connection.error
+            tools = {tool.name: tool for tool in connection.tools}
+            assert len(tools) == 2000 and tools["lookup_1999"].description is not None
+            assert tools["lookup_1999"].description.startswith("Look up record 1999 in ledger 59.")
+            _, failed = await manager.call_tool("it", "lookup_3", {"record_id": "r"})
+            assert failed, "the call reaches the server (whose generated tools have no function)"
+        finally:
+            await manager.stop()
+    assert threads and all(name.startswith("toolsift-work") for name in threads), threads
 
 
 async def test_a_listing_of_a_few_dozen_tools_is_checked_in_the_worker_pool(monkeypatch: pytest.MonkeyPatch) -> None:
