@@ -153,10 +153,10 @@ class ServerConnection:
         """Re-list tools on `list_changed` and on the TTL; ping while idle as a liveness probe (fastmcp keeps
         reporting a dead stdio process as connected); return when a call, ping or listing found it gone.
 
-        A remote server's listing is parsed and checked by the MCP SDK on the event loop (about 30 ms per 1,000
-        tools; a stdio server's large one is not, see app/mcp/client/large_messages.py), so listings are paced: the
-        next one waits at least `rebuild_interval_seconds`, and at least LISTING_PACE times as long as the last one
-        took, so a storm of `list_changed` from a large server leaves the loop free most of the time."""
+        A large listing is parsed and checked in the worker pool (app/mcp/client/large_messages.py), but it still
+        takes a core while it is, so listings are paced: the next one waits at least `rebuild_interval_seconds`, and
+        at least LISTING_PACE times as long as the last one took, so a storm of `list_changed` from a large server
+        leaves the gateway's cores free most of the time."""
         while not self._lost.is_set():
             wait = LIVENESS_INTERVAL
             if self._ttl:
