@@ -78,6 +78,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         try:
             uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
         finally:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(counters, ignore_errors=True)
         return 0
     uvicorn.run(create_app(build_gateway(config, own_process=True)), log_config=None, **options)

@@ -27,7 +27,7 @@ METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 def exposition(metrics: Metrics) -> bytes:
     """This gateway's counters; under `serve --workers N`, every worker's, summed (each writes its own to files in
     PROMETHEUS_MULTIPROC_DIR, which `serve` sets), so a scrape is the same whichever worker answers it."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if os.path.isdir(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)

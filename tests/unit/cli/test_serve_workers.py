@@ -4,6 +4,7 @@ before anything starts, with a message that says what to set."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from unittest import mock
 
@@ -28,10 +29,18 @@ def test_several_workers_without_redis_are_refused_at_start(tmp_path: Path, caps
 
 
 def test_several_workers_with_redis_start_uvicorn_workers(tmp_path: Path) -> None:
+    """Their counters go to a folder that exists while they run; afterwards neither it nor the variable naming it
+    is left (a later gateway in this process counts in its own registry again)."""
     config = write_config(tmp_path, sessions={"redis_url": "redis://127.0.0.1:6379/0"})
-    with mock.patch("uvicorn.run") as started:
+    seen: list[bool] = []
+
+    def run(*args: object, **kwargs: object) -> None:
+        seen.append(os.path.isdir(os.environ["PROMETHEUS_MULTIPROC_DIR"]))
+
+    with mock.patch("uvicorn.run", side_effect=run) as started:
         code = main(["serve", "--config", config, "--workers", "3"])
-    assert code == 0 and started.call_args.kwargs["workers"] == 3
+    assert code == 0 and started.call_args.kwargs["workers"] == 3 and seen == [True]
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 
 
 def test_one_worker_needs_no_redis(tmp_path: Path) -> None:
