@@ -86,7 +86,9 @@ class McpLimitsConfig(Strict):
     max_description_chars: int = Field(4096, ge=64, description="longer tool descriptions are cut")
     max_schema_bytes: int = Field(65536, ge=256, description="a tool whose input schema is larger is dropped")
     max_message_bytes: int = Field(
-        16 * 1024 * 1024, ge=65536, description="a stdio server's message over this ends its connection"
+        16 * 1024 * 1024,
+        ge=65536,
+        description="a server's message (a stdio line, an HTTP answer or event) over this ends its connection",
     )
     rebuild_interval_seconds: float = Field(
         1.0, ge=0, description="tool-list changes within this interval cost one catalog rebuild"

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
-import mcp_types
 from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
+from app.mcp.client.large_messages import too_large
 from app.mcp.client.remote_listings import RemoteListings
 
 
@@ -33,10 +33,6 @@ class BoundedReads:
         self.limit = limit
         self.closed_because: str | None = None
         self.listings = RemoteListings()
-
-    def take_listed(self) -> list[mcp_types.Tool] | None:
-        """The tools of the last large `tools/list` answer (app/mcp/client/remote_listings.py)."""
-        return self.listings.take_listed()
 
     def client(
         self,
@@ -73,7 +69,7 @@ class _Bounded(httpx2.AsyncByteStream):
             boundary = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\n\r\n"))
             since = len(chunk) - boundary if boundary >= 0 else since + len(chunk)
             if since > limit:
-                reason = f"the server sent a message over {limit:,} bytes (mcp_limits.max_message_bytes)"
+                reason = too_large(limit)
                 self._bounds.closed_because = reason
                 raise MessageTooLargeError(reason, request=self._request)
             yield chunk

@@ -22,6 +22,9 @@ import mcp_types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from app.offload import off_loop
+
+REMEMBERED = 16  # ids of listing requests kept: an answer parsed where it arrives is not seen here again
 LARGE_LINE_BYTES = 256 * 1024  # parsing this much JSON in one call takes about 2 ms: larger lines go in pieces
 LISTING_LINE_BYTES = 16 * 1024  # a tools/list answer this large is checked off the loop (the SDK's checks cost more)
 _decoder = JSONDecoder()
@@ -31,6 +34,42 @@ _decoder = JSONDecoder()
 class Parsed:
     message: SessionMessage | Exception  # what the SDK's session gets
     tools: list[mcp_types.Tool] | None = None  # a large `tools/list` answer's tools, taken out of `message`
+
+
+class Listings:
+    """One connection's `tools/list` requests in flight, and the tools of the last large answer to one, which
+    reached the SDK without them; the stdio and the remote transports keep one each."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Any, None] = {}
+        self._listed: list[mcp_types.Tool] | None = None
+
+    def asked(self, ident: Any) -> None:
+        if isinstance(ident, int | str):
+            self.pending[ident] = None
+            while len(self.pending) > REMEMBERED:
+                del self.pending[next(iter(self.pending))]
+
+    def answered(self, ident: Any) -> None:
+        self.pending.pop(ident, None)
+
+    def take_listed(self) -> list[mcp_types.Tool] | None:
+        """The last large listing's tools, once; None when the last answer was whole."""
+        tools, self._listed = self._listed, None
+        return tools
+
+    async def parse(self, data: bytes) -> Parsed:
+        """A large message, parsed in the worker pool; a listing's tools kept here, out of what the SDK gets."""
+        parsed = await off_loop(parse_large, data, frozenset(self.pending))
+        if parsed.tools is not None and isinstance(parsed.message, SessionMessage):
+            self._listed = parsed.tools
+            self.answered(getattr(parsed.message.message, "id", None))
+        return parsed
+
+
+def too_large(limit: int) -> str:
+    """Why a connection ended on a message over `mcp_limits.max_message_bytes`, the same for every transport."""
+    return f"the server sent a message over {limit:,} bytes (mcp_limits.max_message_bytes)"
 
 
 def parse_line(line: bytes) -> SessionMessage | Exception:

@@ -28,10 +28,8 @@ from mcp import ClientSession
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from app.mcp.client.large_messages import LARGE_LINE_BYTES, LISTING_LINE_BYTES, parse_large, parse_line
-from app.offload import off_loop
+from app.mcp.client.large_messages import LARGE_LINE_BYTES, LISTING_LINE_BYTES, Listings, parse_line, too_large
 
-READ_BYTES = 65536
 MAX_PAGES = 250  # fastmcp's limit on a paged listing
 STOP_GRACE_SECONDS = 2.0  # after stdin closes, before SIGTERM; and again before SIGKILL
 
@@ -59,14 +57,7 @@ class PipeTransport(ClientTransport):
         self.max_message_bytes = max_message_bytes
         self.on_spawn = on_spawn
         self.closed_because: str | None = None  # why the transport ended the last connection, when it did
-        self._listings: set[Any] = set()  # ids of the `tools/list` requests in flight
-        self._listed: list[mcp_types.Tool] | None = None
-
-    def take_listed(self) -> list[mcp_types.Tool] | None:
-        """The tools of the last large `tools/list` answer, which reached the session without them (see
-        app/mcp/client/large_messages.py); None when it was small, and so whole."""
-        tools, self._listed = self._listed, None
-        return tools
+        self.listings = Listings()
 
     @contextlib.asynccontextmanager
     async def connect_session(
@@ -118,7 +109,7 @@ class PipeTransport(ClientTransport):
                     async for outgoing in from_session:
                         request = outgoing.message
                         if isinstance(request, mcp_types.JSONRPCRequest) and request.method == "tools/list":
-                            self._listings.add(request.id)
+                            self.listings.asked(request.id)
                         data = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True)
                         await process.stdin.send(data.encode() + b"\n")
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -139,17 +130,12 @@ class PipeTransport(ClientTransport):
     async def _parse(self, line: bytes) -> SessionMessage | Exception:
         # While a listing is awaited, a line of a few dozen tools or more goes to the pool too: the SDK's checks of
         # a listing cost about 50 microseconds a tool on the loop, ten times the parse.
-        listing = bool(self._listings) and len(line) > LISTING_LINE_BYTES
-        if len(line) <= LARGE_LINE_BYTES and not listing:
-            message = parse_line(line)
-        else:
-            parsed = await off_loop(parse_large, line, frozenset(self._listings))
-            message = parsed.message
-            if parsed.tools is not None:
-                self._listed = parsed.tools
+        listing = bool(self.listings.pending) and len(line) > LISTING_LINE_BYTES
+        large = listing or len(line) > LARGE_LINE_BYTES
+        message = (await self.listings.parse(line)).message if large else parse_line(line)
         answer = message.message if isinstance(message, SessionMessage) else None
         if isinstance(answer, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
-            self._listings.discard(answer.id)
+            self.listings.answered(answer.id)
         return message
 
 
@@ -162,7 +148,7 @@ async def lines(stream: anyio.abc.ByteReceiveStream, limit: int) -> AsyncIterato
         while (end := chunk.find(b"\n", start)) >= 0:
             size += end - start
             if size > limit:
-                raise MessageTooLarge(f"the server sent a message over {limit:,} bytes (mcp_limits.max_message_bytes)")
+                raise MessageTooLarge(too_large(limit))
             pending.append(chunk[start:end])
             line = b"".join(pending)
             pending, size, start = [], 0, end + 1
@@ -170,7 +156,7 @@ async def lines(stream: anyio.abc.ByteReceiveStream, limit: int) -> AsyncIterato
                 yield line
         size += len(chunk) - start
         if size > limit:
-            raise MessageTooLarge(f"the server sent a message over {limit:,} bytes (mcp_limits.max_message_bytes)")
+            raise MessageTooLarge(too_large(limit))
         pending.append(chunk[start:])
 
 
@@ -201,16 +187,17 @@ async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
 
 async def list_tools(client: Client[Any], transport: Any) -> list[mcp_types.Tool]:
     """Every page of the server's tools (as fastmcp's `list_tools`), a large page's tools taken from the
-    transport, where they were parsed and validated off the loop (a stdio one, or a remote one's `bounds`)."""
-    source = transport if isinstance(transport, PipeTransport) else getattr(transport, "bounds", None)
-    if source is None:
+    transport's `listings`, where they were parsed and validated off the loop (a stdio one's, or a remote one's
+    `bounds`)."""
+    listings: Listings | None = getattr(getattr(transport, "bounds", transport), "listings", None)
+    if listings is None:
         return await client.list_tools()
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         page = await client.list_tools_mcp(cursor=cursor)
-        listed = source.take_listed()
+        listed = listings.take_listed()
         tools.extend(page.tools if listed is None else listed)
         cursor = page.next_cursor
         if cursor is None or cursor in seen:  # a server that repeats a cursor would page forever

@@ -10,26 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
-import mcp_types
+from mcp.shared.message import SessionMessage
 
-from app.mcp.client.large_messages import LISTING_LINE_BYTES, parse_large
-from app.offload import off_loop
-
-REMEMBERED = 16  # ids of listing requests kept; a small answer is not parsed here, so its id is not seen again
+from app.mcp.client.large_messages import LISTING_LINE_BYTES, Listings
 
 
-class RemoteListings:
-    """The `tools/list` requests one client sent, and the tools of the last large answer to one."""
-
-    def __init__(self) -> None:
-        self.pending: dict[Any, None] = {}
-        self._listed: list[mcp_types.Tool] | None = None
-
-    def take_listed(self) -> list[mcp_types.Tool] | None:
-        tools, self._listed = self._listed, None
-        return tools
+class RemoteListings(Listings):
+    """A remote client's listings: requests seen as the bodies it sends, answers as bodies or stream events."""
 
     def sent(self, body: bytes) -> None:
         """Note a request body that asks for `tools/list` (a JSON-RPC request, or a batch of them)."""
@@ -41,21 +29,15 @@ class RemoteListings:
             return
         for request in found if isinstance(found, list) else [found]:
             if isinstance(request, dict) and request.get("method") == "tools/list":
-                ident = request.get("id")
-                if isinstance(ident, int | str):
-                    self.pending[ident] = None
-        while len(self.pending) > REMEMBERED:
-            del self.pending[next(iter(self.pending))]
+                self.asked(request.get("id"))
 
     async def answer(self, data: bytes) -> bytes:
         """`data` (one JSON-RPC message) as the SDK should get it: a large listing without its tools."""
         if len(data) <= LISTING_LINE_BYTES or not self.pending:
             return data
-        parsed = await off_loop(parse_large, data, frozenset(self.pending))
-        if parsed.tools is None or isinstance(parsed.message, Exception):
-            return data
-        self._listed = parsed.tools
-        self.pending.pop(getattr(parsed.message.message, "id", None), None)
+        parsed = await self.parse(data)
+        if parsed.tools is None or not isinstance(parsed.message, SessionMessage):
+            return data  # as it came: no listing taken apart
         return parsed.message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
     async def json_body(self, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

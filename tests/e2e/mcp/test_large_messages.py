@@ -17,7 +17,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from app.config import parse_config
-from app.mcp.client import large_messages, pipe, remote_listings
+from app.mcp.client import large_messages, pipe
 from app.mcp.client.connections import McpManager
 from tests.support import ROOT
 from tests.support.mcp import wait_for
@@ -77,7 +77,7 @@ async def test_thousands_of_tools_arrive_whole_parsed_in_the_worker_pool(monkeyp
         return real_large(line, listings)
 
     monkeypatch.setattr(pipe, "parse_line", spy_line)
-    monkeypatch.setattr(pipe, "parse_large", spy_large)
+    monkeypatch.setattr(large_messages, "parse_large", spy_large)
     manager = manager_for("many_tools.py", {"MANY_TOOLS": "2000"}, {"max_tools_per_server": 5000})
     await manager.start()
     try:
@@ -111,7 +111,7 @@ async def test_a_remote_servers_large_listing_arrives_whole_checked_in_the_worke
         threads.append(threading.current_thread().name)
         return real(data, listings)
 
-    monkeypatch.setattr(remote_listings, "parse_large", spy)
+    monkeypatch.setattr(large_messages, "parse_large", spy)
     for url in serve_over_http(TEST_SERVERS / "many_tools.py", transport, {**os.environ, "MANY_TOOLS": "2000"}):
         kind = "streamable-http" if transport == "http" else "sse"
         entry = {"url": url, "transport": kind, "startup_timeout": 20}
@@ -140,7 +140,7 @@ async def test_a_listing_of_a_few_dozen_tools_is_checked_in_the_worker_pool(monk
         threads.append((len(line), threading.current_thread().name))
         return real(line, listings)
 
-    monkeypatch.setattr(pipe, "parse_large", spy)
+    monkeypatch.setattr(large_messages, "parse_large", spy)
     manager = manager_for("many_tools.py", {"MANY_TOOLS": "100"}, {})
     await manager.start()
     try:
