@@ -1,12 +1,16 @@
 """Each identity's limits: requests per minute, upstream tokens per UTC day, requests in flight at once. The one
-place these rules live; the engine's entry (`Gateway.run`) and the MCP front's HTTP edge both admit through it.
+place these rules live; the engine's entry (`Gateway.run`), the MCP front's HTTP edge and the count and model
+endpoints all admit through it.
 
-Counted in the keyed store (app/store/), so with `sessions.redis_url` every replica and worker shares one count;
-otherwise in this process's memory. Requests per minute is a counter per calendar minute; tokens a counter per
-UTC day, checked before a request and added after it (a request that starts under the budget may end over it);
-concurrency is a set of leases that expire unless renewed, so a replica that dies frees its slots within
-`LEASE_SECONDS`. A store that does not answer never fails a request: the limits fail open, with a log line and
-the `toolsift_limits_unavailable` metric.
+Counted in the keyed store (app/store/): with `limits.redis_url` (or else `sessions.redis_url`) every replica and
+worker shares one count; otherwise in this process's memory. Requests per minute is a counter per calendar minute.
+Tokens are a counter per UTC day that a request reserves its estimate in at admission, in one atomic increment,
+and settles with what it spent when it ends (however it ends): parallel requests see each other's reservations, so
+a budget admits what fits rather than every request that started before the first one finished. A request is
+admitted while the day's count before its own reservation is under the budget, so the last one admitted may end
+over it by its own size, never more. Concurrency is a set of leases that expire unless renewed, so a replica
+that dies frees its slots within `LEASE_SECONDS`. A store that does not answer never fails a request: the limits
+fail open, with a log line and the `toolsift_limits_unavailable` metric.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from app.engine.metrics import Metrics
 from app.errors import GatewayError
 from app.identity import Identity
 from app.store import Key, Store, StoreUnavailable, open_store
+from app.store.eviction import eviction_problem
 
 log = logging.getLogger("toolsift.limits")
 NAMESPACE = "limit"  # in Redis: toolsift:limit:<identity>:<rpm:minute | tokens:day | concurrent>
@@ -46,15 +51,26 @@ class LimitExceeded(GatewayError):
 
 
 class Admission:
-    """An admitted request: its concurrency slot (if its identity has a limit), held until `release`."""
+    """An admitted request: its concurrency slot (if its identity has a limit) held until `release`, and the
+    tokens it reserved (in the day's counter `tokens`) until `settle`."""
 
     def __init__(self, limiter: Limiter | None, identity: Identity, holder: str | None, deadline: float) -> None:
         self.limiter = limiter
         self.identity = identity
         self.holder = holder
         self.deadline = deadline  # past it the slot is no longer renewed: a request that was never closed
+        self.reserved = 0
+        self.tokens: Key | None = None  # the day's counter the reservation is in
+
+    async def settle(self, spent: int) -> None:
+        """Replace the reservation with the tokens the request spent (once; later calls do nothing)."""
+        if self.limiter is not None and self.tokens is not None:
+            key, self.tokens = self.tokens, None
+            await self.limiter._adjust(key, max(spent, 0) - self.reserved)
 
     async def release(self) -> None:
+        """Free the slot; a reservation not settled by now is taken back whole (the request spent nothing)."""
+        await self.settle(0)
         if self.limiter is not None and self.holder is not None:
             await self.limiter._release(self)
             self.holder = None
@@ -77,28 +93,29 @@ class Limiter:
         self._held: set[Admission] = set()
         self._renewer: asyncio.Task[None] | None = None
 
-    async def admit(self, identity: Identity, *, hold: bool = True) -> Admission:
+    async def admit(
+        self, identity: Identity, *, hold: bool = True, counted: bool = True, reserve: int = 0
+    ) -> Admission:
         """Count a request against `identity`'s limits; raise `LimitExceeded` when one is reached. A request that
         does not `hold` (an MCP client's stream that waits for messages, its session's end) counts as a request of
-        its minute but takes no concurrency slot: a stream open for hours would hold one throughout."""
+        its minute but takes no concurrency slot: a stream open for hours would hold one throughout. One not
+        `counted` (a run_task inside an MCP request that was) takes neither. `reserve` is the request's estimate of
+        its upstream tokens, held in the day's count until the admission is settled or released."""
         limits = identity.limits
         now = self.clock()
         admission = Admission(self, identity, None, time.monotonic() + self.max_request_seconds)
         try:
             if limits.tokens_per_day is not None:
-                spent = await self.store.get(self._key(identity, f"tokens:{int(now // DAY)}"))
-                if spent is not None and int(spent) >= limits.tokens_per_day:
-                    raise self._refused(
-                        identity, "tokens_per_day", f"{limits.tokens_per_day:,} upstream tokens a day", DAY - now % DAY
-                    )
-            if limits.concurrent is not None and hold:
+                await self._reserve(admission, limits.tokens_per_day, max(reserve, 0), now)
+            if limits.concurrent is not None and hold and counted:
                 holder = secrets.token_hex(8)
                 if not await self.store.lease(self._key(identity, "concurrent"), holder, limits.concurrent,
                                               self.lease_seconds):  # fmt: skip
+                    await admission.release()
                     raise self._refused(identity, "concurrent", f"{limits.concurrent} requests at once", 1.0)
                 admission.holder = holder
                 self._hold(admission)
-            if limits.requests_per_minute is not None:
+            if limits.requests_per_minute is not None and counted:
                 minute = int(now // 60)
                 count = await self.store.incr(self._key(identity, f"rpm:{minute}"), 1, 60.0)
                 if count > limits.requests_per_minute:
@@ -113,14 +130,36 @@ class Limiter:
             self._failed_open(exc)
         return admission
 
-    async def spend(self, identity: Identity, tokens: int) -> None:
-        """Add a finished request's upstream tokens to today's count of `identity`."""
-        if identity.limits.tokens_per_day is None or tokens <= 0:
+    async def _reserve(self, admission: Admission, budget: int, tokens: int, now: float) -> None:
+        """Add the estimate to the day's count in one atomic step and refuse when the count before it was already
+        at the budget (taking it back): every replica's requests in flight see each other's reservations."""
+        key = self._key(admission.identity, f"tokens:{int(now // DAY)}")
+        total = await self.store.incr(key, tokens, DAY + 3600.0)
+        if total - tokens >= budget:
+            if tokens:
+                await self.store.incr(key, -tokens)
+            raise self._refused(
+                admission.identity, "tokens_per_day", f"{budget:,} upstream tokens a day", DAY - now % DAY
+            )
+        if tokens:
+            admission.reserved, admission.tokens = tokens, key
+
+    async def _adjust(self, key: Key, tokens: int) -> None:
+        if tokens == 0:
             return
         try:
-            await self.store.incr(self._key(identity, f"tokens:{int(self.clock() // DAY)}"), tokens, DAY + 3600.0)
+            await self.store.incr(key, tokens, DAY + 3600.0)
         except StoreUnavailable as exc:
             self._failed_open(exc)
+
+    async def check_store(self, redis_url: str | None) -> str | None:
+        """Warn (once, at start-up) when the Redis that holds the counters may evict them."""
+        if not redis_url:
+            return None
+        problem = await eviction_problem(redis_url)
+        if problem is not None:
+            log.warning("%s", problem)
+        return problem
 
     async def aclose(self) -> None:
         if self._renewer is not None:

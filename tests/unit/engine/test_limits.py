@@ -13,7 +13,7 @@ from app.config.identities import IdentityLimits
 from app.engine.limits import Limiter, LimitExceeded
 from app.engine.metrics import Metrics
 from app.identity import Identity
-from app.store import MemoryStore
+from app.store import Key, MemoryStore
 from tests.support import Upstream, chat_body, completion, free_port, make_config
 
 
@@ -42,16 +42,24 @@ async def test_requests_per_minute_reset_with_the_minute() -> None:
     await limiter.admit(alice)
 
 
-async def test_tokens_per_day_are_spent_after_and_checked_before() -> None:
+async def test_tokens_per_day_are_reserved_at_admission_and_settled_with_what_was_spent() -> None:
     now = [86_400.0 * 3 + 3600]
     limiter, alice = _limiter(now), _identity(tokens_per_day=100)
-    await limiter.admit(alice)
-    await limiter.spend(alice, 150)  # a request that started under the budget may end over it
+    first = await limiter.admit(alice, reserve=60)
+    second = await limiter.admit(alice, reserve=60)  # 60 reserved before it: under the budget, so it may run
     with pytest.raises(LimitExceeded) as refused:
-        await limiter.admit(alice)
+        await limiter.admit(alice, reserve=60)  # 120 reserved: the two in flight hold the day's budget
     assert refused.value.retry_after == 86_400 - 3600 and "100 upstream tokens a day" in refused.value.message
+    await first.settle(10)
+    await first.release()  # settled once: releasing takes nothing more back
+    third = await limiter.admit(alice, reserve=60)  # 70 before it
+    await third.release()  # refused later (or spent nothing): its whole reservation goes back
+    await second.settle(150)  # a request that started under the budget may end over it
+    with pytest.raises(LimitExceeded):
+        await limiter.admit(alice, reserve=1)
+    assert int(await limiter.store.get(Key("limit", "alice", "tokens:3")) or 0) == 160
     now[0] += 86_400
-    await limiter.admit(alice)
+    await limiter.admit(alice, reserve=60)
 
 
 async def test_concurrent_slots_are_released_and_a_dead_holders_expire() -> None:

@@ -1,0 +1,97 @@
+"""A request's upstream tokens as the gateway counts them itself, for `tokens_per_day`: the estimate a request
+reserves at admission (its prompt's tokens plus the most its answer may take), and what a round costs when its
+upstream reports no usage (a stream not asked for it, a plain answer without `usage`, a client that left
+mid-answer), so that no way of asking spends tokens the budget never sees.
+
+Counted with the gateway's tokenizer (app/tokens.py): a prompt may be megabytes, so it is counted in the worker
+pool, one prompt at a time, exactly up to `EXACT_PROMPT_CHARS` and estimated past them; a round's answer is
+counted on the loop, exactly up to `EXACT_OUTPUT_CHARS`. Only identities with a `tokens_per_day` pay for either.
+"""
+
+from __future__ import annotations
+
+import json
+
+from app import tokens
+from app.core.model import ChatRequest, Message, Part
+from app.engine.events import ClientToolCall, ContentDelta, Event, ReasoningDelta, RoundFinished, RoundStarted
+from app.offload import Lane
+
+EXACT_PROMPT_CHARS = 200_000
+EXACT_OUTPUT_CHARS = 16_000
+PROMPTS = Lane(1)  # a flood of large prompts waits its turn here, never taking both of the pool's workers
+
+
+async def prompt_tokens(request: ChatRequest) -> int:
+    """The tokens of the request's messages and client tools as the upstream will read them, roughly."""
+    return await PROMPTS.run(_count_prompt, request)
+
+
+def _count_prompt(request: ChatRequest) -> int:
+    pieces: list[str] = []
+    for message in request.messages:
+        _message_text(message, pieces)
+    for tool in request.tools:
+        spec = tool.spec
+        pieces += [spec.name, spec.description, json.dumps(spec.parameters, ensure_ascii=False)]
+    return tokens.count_text("\n".join(pieces), EXACT_PROMPT_CHARS) + 4 * len(request.messages)
+
+
+def _message_text(message: Message, pieces: list[str]) -> None:
+    if isinstance(message.content, str):
+        pieces.append(message.content)
+    else:
+        pieces.extend(_part_text(part) for part in message.content or ())
+    if message.reasoning:
+        pieces.append(message.reasoning)
+    for call in message.tool_calls:
+        pieces += [call.name, call.arguments]
+
+
+def _part_text(part: Part) -> str:
+    if part.kind == "text":
+        return part.text
+    return part.url[:4096]  # an image's data URL is read as an image, not as text: a bound, not its size
+
+
+class TokenMeter:
+    """The tokens a request's rounds cost: the upstream's usage where it reported one, else the round's prompt (the
+    request's, and every earlier round's answer) plus the answer's text and tool calls counted here."""
+
+    def __init__(self, prompt: int, reserve: int = 0) -> None:
+        self.prompt = prompt
+        self.reserve = reserve  # what the request holds in the day's count until it settles
+        self.spent = 0
+        self._answer: list[str] = []
+        self._open = False  # a round whose upstream began answering and has not finished
+        self._reported = False  # the last finished round's upstream reported its usage
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, RoundStarted):
+            self._open, self._answer = True, []
+        elif isinstance(event, ContentDelta | ReasoningDelta):
+            self._answer.append(event.text)
+        elif isinstance(event, ClientToolCall):  # the client's calls come after their round finished
+            if not self._reported:
+                self.spent += tokens.count_text(event.call.name + event.call.arguments, EXACT_OUTPUT_CHARS)
+        elif isinstance(event, RoundFinished):
+            usage = event.usage
+            reported = max(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens) if usage else 0
+            answered = self._answered()
+            if reported > 0:
+                self.spent += reported
+            elif self._open or event.ok:
+                self.spent += self.prompt + answered
+            self.prompt += answered  # the next round reads this one's answer
+            self._open, self._reported = False, reported > 0
+
+    def close(self) -> int:
+        """What was spent, a round cut off mid-answer (the client left) counted as far as it came."""
+        if self._open:
+            self.spent += self.prompt + self._answered()
+            self._open = False
+        return self.spent
+
+    def _answered(self) -> int:
+        text, self._answer = "".join(self._answer), []
+        return tokens.count_text(text, EXACT_OUTPUT_CHARS) if text else 0
