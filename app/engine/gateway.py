@@ -37,6 +37,7 @@ from app.errors import RequestRefused
 from app.identity import Identities
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
+from app.offload import Lane
 from app.providers import Route, Router
 from app.providers.base import Provider
 
@@ -72,6 +73,7 @@ class Gateway:
         self.sessions = session_store(config.sessions, self.identities)
         self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
         self.limits = Limiter(limits_store(config.limits_redis_url()), self.metrics, config.request_deadline + 60)
+        self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
@@ -181,7 +183,7 @@ class Gateway:
         its answer may take), and the meter that counts what it spends where its upstream does not say."""
         if caller.identity.limits.tokens_per_day is None:
             return None
-        prompt = await prompt_tokens(request)
+        prompt = await prompt_tokens(request, self.prompt_counts)
         answer = route.options(request.options).max_tokens or self.config.limits.default_output_tokens
         return TokenMeter(prompt, prompt + answer)
 

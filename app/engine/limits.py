@@ -94,18 +94,19 @@ class Limiter:
         self._renewer: asyncio.Task[None] | None = None
 
     async def admit(
-        self, identity: Identity, *, hold: bool = True, counted: bool = True, reserve: int = 0
+        self, identity: Identity, *, hold: bool = True, counted: bool = True, spends: bool = True, reserve: int = 0
     ) -> Admission:
         """Count a request against `identity`'s limits; raise `LimitExceeded` when one is reached. A request that
         does not `hold` (an MCP client's stream that waits for messages, its session's end) counts as a request of
         its minute but takes no concurrency slot: a stream open for hours would hold one throughout. One not
-        `counted` (a run_task inside an MCP request that was) takes neither. `reserve` is the request's estimate of
-        its upstream tokens, held in the day's count until the admission is settled or released."""
+        `counted` (a run_task inside an MCP request that was) takes neither. One that never `spends` upstream tokens
+        (a token count, a model look-up) is not refused for the day's tokens. `reserve` is the request's estimate
+        of its upstream tokens, held in the day's count until the admission is settled or released."""
         limits = identity.limits
         now = self.clock()
         admission = Admission(self, identity, None, time.monotonic() + self.max_request_seconds)
         try:
-            if limits.tokens_per_day is not None:
+            if limits.tokens_per_day is not None and spends:
                 await self._reserve(admission, limits.tokens_per_day, max(reserve, 0), now)
             if limits.concurrent is not None and hold and counted:
                 holder = secrets.token_hex(8)

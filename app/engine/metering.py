@@ -19,12 +19,12 @@ from app.offload import Lane
 
 EXACT_PROMPT_CHARS = 200_000
 EXACT_OUTPUT_CHARS = 16_000
-PROMPTS = Lane(1)  # a flood of large prompts waits its turn here, never taking both of the pool's workers
 
 
-async def prompt_tokens(request: ChatRequest) -> int:
-    """The tokens of the request's messages and client tools as the upstream will read them, roughly."""
-    return await PROMPTS.run(_count_prompt, request)
+async def prompt_tokens(request: ChatRequest, lane: Lane) -> int:
+    """The tokens of the request's messages and client tools as the upstream will read them, roughly; counted in
+    `lane` (one at a time), so a flood of large prompts waits its turn there, never taking the pool's workers."""
+    return await lane.run(_count_prompt, request)
 
 
 def _count_prompt(request: ChatRequest) -> int:
