@@ -62,6 +62,14 @@ def test_every_replica_shares_state_in_the_profiles_redis() -> None:
     assert port and port.group(1) == "6379" and "ports" not in SERVICES["redis"]
 
 
+def test_the_profiles_redis_never_evicts_the_limits_counters() -> None:
+    """Under an eviction policy a full Redis drops keys with a time to live (every limit counter) or any key, and an
+    identity's day budget starts over; the counters live in this Redis, so it refuses writes instead."""
+    command = SERVICES["redis"]["command"]
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+    assert _scale_config()[1].limits_redis_url() == "redis://redis:6379/0"
+
+
 def test_several_workers_a_replica_are_allowed_by_this_config(capsys: pytest.CaptureFixture[str]) -> None:
     """`serve --workers N` refuses without Redis; the profile's config has it (checked here without starting)."""
     import argparse
