@@ -1,7 +1,7 @@
 """A request's upstream tokens as the gateway counts them itself, for `tokens_per_day`: the estimate a request
 reserves at admission (its prompt's tokens plus the most its answer may take), and what a round costs when its
-upstream reports no usage (a stream not asked for it, a plain answer without `usage`, a client that left
-mid-answer), so that no way of asking spends tokens the budget never sees.
+upstream reports no usage (a stream that ignored the request for it, a plain answer without `usage`, a client that
+left mid-answer), so that no way of asking spends tokens the budget never sees.
 
 Counted with the gateway's tokenizer (app/tokens.py): a prompt may be megabytes, so it is counted in the worker
 pool, one prompt at a time, exactly up to `EXACT_PROMPT_CHARS` and estimated past them; a round's answer is
@@ -18,12 +18,13 @@ from app.engine.events import ClientToolCall, ContentDelta, Event, ReasoningDelt
 from app.offload import Lane
 
 EXACT_PROMPT_CHARS = 32_000  # 16 ms of prose, 65 ms of random words (2 cores); past it, 4 characters a token
-EXACT_OUTPUT_CHARS = 16_000
+EXACT_OUTPUT_CHARS = 4_000  # on the loop: at most about 12 ms of the worst text, once a round
 
 
 async def prompt_tokens(request: ChatRequest, lane: Lane) -> int:
     """The tokens of the request's messages and client tools as the upstream will read them, roughly; counted in
-    `lane` (one at a time), so a flood of large prompts waits its turn there, never taking the pool's workers."""
+    `lane` (one at a time), so a flood of large prompts waits its turn there, taking at most one of the pool's
+    workers."""
     return await lane.run(_count_prompt, request)
 
 
@@ -65,6 +66,7 @@ class TokenMeter:
         self._answer: list[str] = []
         self._open = False  # a round whose upstream began answering and has not finished
         self._reported = False  # the last finished round's upstream reported its usage
+        self._calls: list[str] = []  # the client's calls of an unreported round, counted at the end
 
     def observe(self, event: Event) -> None:
         if isinstance(event, RoundStarted):
@@ -73,7 +75,7 @@ class TokenMeter:
             self._answer.append(event.text)
         elif isinstance(event, ClientToolCall):  # the client's calls come after their round finished
             if not self._reported:
-                self.spent += tokens.count_text(event.call.name + event.call.arguments, EXACT_OUTPUT_CHARS)
+                self._calls += [event.call.name, event.call.arguments]
         elif isinstance(event, RoundFinished):
             usage = event.usage
             reported = max(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens) if usage else 0
@@ -90,6 +92,9 @@ class TokenMeter:
         if self._open:
             self.spent += self.prompt + self._answered()
             self._open = False
+        if self._calls:
+            self.spent += tokens.count_text("".join(self._calls), EXACT_OUTPUT_CHARS)
+            self._calls = []
         return self.spent
 
     def _answered(self) -> int:

@@ -52,5 +52,8 @@ async def test_check_warns_about_the_counters_redis(
     redis_url: str, policy: Redis, capsys: pytest.CaptureFixture[str]
 ) -> None:
     policy.config_set("maxmemory-policy", "allkeys-lru")
-    assert await check(make_config(mcpServers={}, tool_sets={}, sessions={"redis_url": redis_url}), argparse.Namespace()) == 0
+    assert (
+        await check(make_config(mcpServers={}, tool_sets={}, sessions={"redis_url": redis_url}), argparse.Namespace())
+        == 0
+    )
     assert "warning: the limits' Redis has 'maxmemory-policy allkeys-lru'" in capsys.readouterr().err

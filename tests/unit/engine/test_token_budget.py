@@ -4,13 +4,14 @@ a client that leaves mid-answer is charged what it was sent, so no way of asking
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from app.config.identities import IdentityLimits
-from app.core.model import ChatRequest, Delta, Message, Options, Usage
+from app.core.model import CallFragment, ChatRequest, ClientTool, Delta, Message, Options, ToolSpec, Usage
 from app.engine.caller import Caller
 from app.engine.events import ContentDelta
 from app.engine.gateway import Gateway
@@ -92,3 +93,18 @@ async def test_run_task_spends_from_its_callers_budget(engine: tuple[Gateway, Sc
     second = await gateway.tasks.run("Tell me another.", None, caller=caller)
     assert second.error is not None and "100 upstream tokens a day" in second.error
     assert len(provider.rounds) == 1
+
+
+async def test_a_call_of_the_clients_own_tool_is_counted_where_the_upstream_reports_nothing(
+    engine: tuple[Gateway, ScriptedProvider],
+) -> None:
+    gateway, provider = engine
+    arguments = json.dumps({"text": ANSWER})
+    provider.script.append(Delta(calls=[CallFragment(0, "call_0", "write", arguments)], finish_reason="tool_calls"))
+    tool = ClientTool(
+        ToolSpec("write", "Write a text.", {"type": "object", "properties": {"text": {"type": "string"}}})
+    )
+    request = _ask()
+    request.tools.append(tool)
+    await _run(gateway, request, Caller(_identity(budget=10_000)))
+    assert 150 <= await _counted(gateway) <= 220  # the prompt, the tool's definition and the call's 150 words
