@@ -20,6 +20,7 @@ import logging
 import math
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from app.engine.metrics import Metrics
@@ -32,6 +33,7 @@ log = logging.getLogger("toolsift.limits")
 NAMESPACE = "limit"  # in Redis: toolsift:limit:<identity>:<rpm:minute | tokens:day | concurrent>
 LEASE_SECONDS = 30.0  # a slot's life unless renewed; renewed every third of it while its request runs
 DAY = 86_400
+IN_FLIGHT_RETRY_SECONDS = 5.0  # the day's budget is held by requests in flight, not spent: they settle soon
 
 
 def limits_store(redis_url: str | None) -> Store:
@@ -66,6 +68,7 @@ class Admission:
         """Replace the reservation with the tokens the request spent (once; later calls do nothing)."""
         if self.limiter is not None and self.tokens is not None:
             key, self.tokens = self.tokens, None
+            self.limiter._reserved[self.identity.id] -= self.reserved
             await self.limiter._adjust(key, max(spent, 0) - self.reserved)
 
     async def release(self) -> None:
@@ -91,6 +94,7 @@ class Limiter:
         self.clock = clock
         self.lease_seconds = lease_seconds
         self._held: set[Admission] = set()
+        self._reserved: Counter[str] = Counter()  # tokens this process's requests in flight hold, by identity
         self._renewer: asyncio.Task[None] | None = None
 
     async def admit(
@@ -139,11 +143,13 @@ class Limiter:
         if total - tokens >= budget:
             if tokens:
                 await self.store.incr(key, -tokens)
-            raise self._refused(
-                admission.identity, "tokens_per_day", f"{budget:,} upstream tokens a day", DAY - now % DAY
-            )
+            held = self._reserved[admission.identity.id]  # this process's requests in flight: they end soon
+            what = f"{budget:,} upstream tokens a day" + (", requests in flight included" if held else "")
+            retry = IN_FLIGHT_RETRY_SECONDS if total - tokens - held < budget else DAY - now % DAY
+            raise self._refused(admission.identity, "tokens_per_day", what, retry)
         if tokens:
             admission.reserved, admission.tokens = tokens, key
+            self._reserved[admission.identity.id] += tokens
 
     async def _adjust(self, key: Key, tokens: int) -> None:
         if tokens == 0:
