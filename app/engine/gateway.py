@@ -26,7 +26,7 @@ from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.limits import Admission, Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
-from app.engine.metering import TokenMeter, prompt_tokens
+from app.engine.metering import TokenMeter
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
 from app.engine.request_tools import RequestTools, tools_for
@@ -135,9 +135,9 @@ class Gateway:
             trace = spans.routed(trace, config, route.provider.name)
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-            meter = await self._meter(request, route, caller)
+            meter = self._meter(request, route, caller)
             admission = await self.limits.admit(  # 429 before any event
-                caller.identity, counted=not caller.admitted, reserve=meter.reserve if meter else 0
+                caller.identity, counted=not caller.admitted, reserve=meter.estimate if meter else None
             )
             tools = await self.request_tools(request, session, scope)
             loop = ChatLoop(
@@ -178,14 +178,14 @@ class Gateway:
                 await admission.release()
             trace.span.end()
 
-    async def _meter(self, request: ChatRequest, route: Route, caller: Caller) -> TokenMeter | None:
-        """For an identity with a day's token budget: what the request reserves (its prompt's tokens and the most
-        its answer may take), and the meter that counts what it spends where its upstream does not say."""
+    def _meter(self, request: ChatRequest, route: Route, caller: Caller) -> TokenMeter | None:
+        """For an identity with a day's token budget: the meter that estimates what the request reserves (its
+        prompt's tokens and the most its answer may take) and counts what it spends where its upstream does not
+        say."""
         if caller.identity.limits.tokens_per_day is None:
             return None
-        prompt = await prompt_tokens(request, self.prompt_counts)
         answer = route.options(request.options).max_tokens or self.config.limits.default_output_tokens
-        return TokenMeter(prompt, prompt + answer)
+        return TokenMeter(request, answer, self.prompt_counts)
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:

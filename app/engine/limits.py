@@ -21,7 +21,7 @@ import math
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from app.engine.metrics import Metrics
 from app.errors import GatewayError
@@ -98,25 +98,29 @@ class Limiter:
         self._renewer: asyncio.Task[None] | None = None
 
     async def admit(
-        self, identity: Identity, *, hold: bool = True, counted: bool = True, spends: bool = True, reserve: int = 0
+        self,
+        identity: Identity,
+        *,
+        hold: bool = True,
+        counted: bool = True,
+        spends: bool = True,
+        reserve: Callable[[], Awaitable[int]] | None = None,
     ) -> Admission:
         """Count a request against `identity`'s limits; raise `LimitExceeded` when one is reached. A request that
         does not `hold` (an MCP client's stream that waits for messages, its session's end) counts as a request of
         its minute but takes no concurrency slot: a stream open for hours would hold one throughout. One not
         `counted` (a run_task inside an MCP request that was) takes neither. One that never `spends` upstream tokens
-        (a token count, a model look-up) is not refused for the day's tokens. `reserve` is the request's estimate
-        of its upstream tokens, held in the day's count until the admission is settled or released."""
+        (a token count, a model look-up) is not refused for the day's tokens. `reserve` estimates the request's
+        upstream tokens (asked last, only of an identity with a day's budget, as counting a prompt has a cost),
+        held in the day's count until the admission is settled or released."""
         limits = identity.limits
         now = self.clock()
         admission = Admission(self, identity, None, time.monotonic() + self.max_request_seconds)
         try:
-            if limits.tokens_per_day is not None and spends:
-                await self._reserve(admission, limits.tokens_per_day, max(reserve, 0), now)
             if limits.concurrent is not None and hold and counted:
                 holder = secrets.token_hex(8)
                 if not await self.store.lease(self._key(identity, "concurrent"), holder, limits.concurrent,
                                               self.lease_seconds):  # fmt: skip
-                    await admission.release()
                     raise self._refused(identity, "concurrent", f"{limits.concurrent} requests at once", 1.0)
                 admission.holder = holder
                 self._hold(admission)
@@ -124,15 +128,20 @@ class Limiter:
                 minute = int(now // 60)
                 count = await self.store.incr(self._key(identity, f"rpm:{minute}"), 1, 60.0)
                 if count > limits.requests_per_minute:
-                    await admission.release()
                     raise self._refused(
                         identity,
                         "requests_per_minute",
                         f"{limits.requests_per_minute} requests a minute",
                         60 - now % 60,
                     )
+            if limits.tokens_per_day is not None and spends:
+                tokens = max(await reserve(), 0) if reserve is not None else 0
+                await self._reserve(admission, limits.tokens_per_day, tokens, now)
         except StoreUnavailable as exc:
             self._failed_open(exc)
+        except BaseException:
+            await admission.release()  # refused (or cancelled) after a slot was taken: it goes back
+            raise
         return admission
 
     async def _reserve(self, admission: Admission, budget: int, tokens: int, now: float) -> None:

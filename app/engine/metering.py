@@ -59,14 +59,19 @@ class TokenMeter:
     """The tokens a request's rounds cost: the upstream's usage where it reported one, else the round's prompt (the
     request's, and every earlier round's answer) plus the answer's text and tool calls counted here."""
 
-    def __init__(self, prompt: int, reserve: int = 0) -> None:
-        self.prompt = prompt
-        self.reserve = reserve  # what the request holds in the day's count until it settles
+    def __init__(self, request: ChatRequest, answer: int, lane: Lane) -> None:
+        self.request, self.answer, self.lane = request, answer, lane
+        self.prompt = 0
         self.spent = 0
         self._answer: list[str] = []
         self._open = False  # a round whose upstream began answering and has not finished
         self._reported = False  # the last finished round's upstream reported its usage
         self._calls: list[str] = []  # the client's calls of an unreported round, counted at the end
+
+    async def estimate(self) -> int:
+        """What the request reserves against the day's budget: its prompt's tokens and the most its answer may take."""
+        self.prompt = await prompt_tokens(self.request, self.lane)
+        return self.prompt + self.answer
 
     def observe(self, event: Event) -> None:
         if isinstance(event, RoundStarted):

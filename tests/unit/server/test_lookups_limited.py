@@ -4,6 +4,7 @@ Retry-After in its own API's shape once the minute's requests are used, and a da
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.support import make_config
@@ -12,13 +13,22 @@ HEADERS = {"Authorization": "Bearer gw-alice"}
 COUNT = {"model": "sonnet", "messages": [{"role": "user", "content": "How many tokens is this?"}]}
 
 
+def _tokens(count: int) -> Callable[[], Awaitable[int]]:
+    """A request's estimate of its upstream tokens, as the engine gives it."""
+
+    async def estimate() -> int:
+        return count
+
+    return estimate
+
+
 async def _alice_with_her_days_tokens_spent(gateway_factory: Any) -> Any:
     """Two requests a minute; the day's tokens already spent, which refuses chats, not counts or look-ups."""
     limits = {"requests_per_minute": 2, "tokens_per_day": 10}
     client, gateway = await gateway_factory(
         make_config(auth={"api_keys": [{"name": "alice", "key": "gw-alice", "limits": limits}]})
     )
-    admission = await gateway.limits.admit(gateway.identities.get("alice"), counted=False, reserve=50)
+    admission = await gateway.limits.admit(gateway.identities.get("alice"), counted=False, reserve=_tokens(50))
     await admission.settle(50)
     return client
 
