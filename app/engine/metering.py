@@ -84,11 +84,13 @@ class TokenMeter:
         elif isinstance(event, RoundFinished):
             usage = event.usage
             reported = max(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens) if usage else 0
-            answered = self._answered()
-            if reported > 0:
+            if reported > 0:  # the upstream's count, and its answer's tokens for the next round's prompt
                 self.spent += reported
-            elif self._open or event.ok:
-                self.spent += self.prompt + answered
+                answered, self._answer = max(usage.completion_tokens, 0) if usage else 0, []
+            else:
+                answered = self._answered()
+                if self._open or event.ok:
+                    self.spent += self.prompt + answered
             self.prompt += answered  # the next round reads this one's answer
             self._open, self._reported = False, reported > 0
 
