@@ -108,3 +108,20 @@ async def test_a_call_of_the_clients_own_tool_is_counted_where_the_upstream_repo
     request.tools.append(tool)
     await _run(gateway, request, Caller(_identity(budget=10_000)))
     assert 150 <= await _counted(gateway) <= 220  # the prompt, the tool's definition and the call's 150 words
+
+
+@pytest.mark.parametrize(("max_tokens", "reserved"), [(None, 700), (300, 300)])
+async def test_while_a_request_runs_it_holds_its_estimate(max_tokens: int | None, reserved: int) -> None:
+    """Its prompt's tokens and its `max_tokens`, or `limits.default_output_tokens` where it sets none."""
+    provider = ScriptedProvider("up", Delta(content="ok", finish_reason="stop", usage=Usage(10, 5, 15)))
+    gateway = Gateway(make_config(limits={"default_output_tokens": 700}), providers={"up": provider})
+    await gateway.start()
+    try:
+        run = gateway.run(_ask(max_tokens=max_tokens), Caller(_identity()))
+        await anext(run)  # routed: admitted, its estimate reserved
+        assert reserved < await _counted(gateway) < reserved + 20  # and a few tokens of prompt
+        async for _ in run:
+            pass
+        assert await _counted(gateway) == 15
+    finally:
+        await gateway.stop()
