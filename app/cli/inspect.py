@@ -35,6 +35,7 @@ from app.inspection import (
     tool_rows,
 )
 from app.mcp.client.state import ServerState
+from app.store.eviction import eviction_problem
 
 
 @asynccontextmanager
@@ -70,6 +71,10 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
+    counters = config.limits_redis_url()
+    evicting = await eviction_problem(counters) if counters else None
+    if evicting is not None:
+        print(f"warning: {evicting}", file=sys.stderr)
     print(scaling_line(config), file=sys.stderr)
     async with connected(config) as gateway:
         manager = gateway.mcp

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, StrictBool, model_validator
 
 from app.config.base import Strict
 from app.config.discovery import ToolDiscoveryConfig
+from app.config.limits import LimitsConfig
 from app.config.mcp import McpFrontConfig, McpLimitsConfig, McpServerConfig, ToolSetConfig
 from app.config.providers import ModelConfig, ProviderConfig
 from app.config.references import reference_problems
@@ -28,6 +29,7 @@ class Config(Strict):
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
     responses_store: ResponsesStoreConfig = Field(default_factory=lambda: ResponsesStoreConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
+    limits: LimitsConfig = Field(default_factory=lambda: LimitsConfig())
     mcp_front: McpFrontConfig = Field(default_factory=lambda: McpFrontConfig())
     console: ConsoleConfig = Field(default_factory=lambda: ConsoleConfig())
     max_rounds: Annotated[int, Field(ge=1, le=100)] = 10
@@ -108,6 +110,10 @@ class Config(Strict):
             keyless[name] = variable
         unset = "; ".join(f"provider {name!r} has no API key (set {variable})" for name, variable in keyless.items())
         return f"no provider can serve: {unset}"
+
+    def limits_redis_url(self) -> str | None:
+        """The Redis that holds the limits' counters: their own, or the one every other store shares."""
+        return self.limits.redis_url or self.sessions.redis_url
 
     def secrets(self) -> set[str]:
         """Every configured secret, for redaction (app.config.secrets decides what counts)."""

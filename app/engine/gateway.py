@@ -24,8 +24,9 @@ from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
-from app.engine.limits import Limiter, limits_store
+from app.engine.limits import Admission, Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
+from app.engine.metering import TokenMeter
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
 from app.engine.request_tools import RequestTools, tools_for
@@ -36,7 +37,8 @@ from app.errors import RequestRefused
 from app.identity import Identities
 from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
-from app.providers import Router
+from app.offload import Lane
+from app.providers import Route, Router
 from app.providers.base import Provider
 
 
@@ -70,7 +72,8 @@ class Gateway:
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions, self.identities)
         self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
-        self.limits = Limiter(limits_store(config.sessions.redis_url), self.metrics, config.request_deadline + 60)
+        self.limits = Limiter(limits_store(config.limits_redis_url()), self.metrics, config.request_deadline + 60)
+        self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
@@ -79,6 +82,7 @@ class Gateway:
         self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
         self._tools_changed()
+        await self.limits.check_store(self.config.limits_redis_url())
         self.started = True
 
     def _prepare_discovery(self, catalog: Catalog) -> None:
@@ -131,7 +135,10 @@ class Gateway:
             trace = spans.routed(trace, config, route.provider.name)
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
-            admission = None if caller.admitted else await self.limits.admit(caller.identity)  # 429 before any event
+            meter = self._meter(request, route, caller)
+            admission = await self.limits.admit(  # 429 before any event
+                caller.identity, counted=not caller.admitted, reserve=meter.estimate if meter else None
+            )
             tools = await self.request_tools(request, session, scope)
             loop = ChatLoop(
                 route,
@@ -151,16 +158,18 @@ class Gateway:
             try:
                 async with aclosing(loop.events(request)) as events:
                     async for event in events:
+                        if meter is not None:
+                            meter.observe(event)
                         if isinstance(event, Finished | Failed) and not remembered:
                             remembered = True  # before the last event: its reader may stop there
                             spans.observe(trace, event)
                             await self._remember(session, tools)
-                            if isinstance(event, Finished) and event.usage is not None:
-                                await self.limits.spend(caller.identity, event.usage.total_tokens)
+                            await _settle(admission, meter)
                         yield event
             finally:
-                if not remembered:  # the client left mid-way: what was found still counts
+                if not remembered:  # the client left mid-way: what was found still counts, and what was spent
                     await self._remember(session, tools)
+                    await _settle(admission, meter)
         except Exception as exc:  # refused before any event (a model or tool set not allowed, a limit, a session id)
             spans.failed(trace.span, exc)
             raise
@@ -168,6 +177,15 @@ class Gateway:
             if admission is not None:
                 await admission.release()
             trace.span.end()
+
+    def _meter(self, request: ChatRequest, route: Route, caller: Caller) -> TokenMeter | None:
+        """For an identity with a day's token budget: the meter that estimates what the request reserves (its
+        prompt's tokens and the most its answer may take) and counts what it spends where its upstream does not
+        say."""
+        if caller.identity.limits.tokens_per_day is None:
+            return None
+        answer = route.options(request.options).max_tokens or self.config.limits.default_output_tokens
+        return TokenMeter(request, answer, self.prompt_counts)
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:
@@ -178,3 +196,8 @@ class Gateway:
     ) -> RequestTools:
         remembered = await self.sessions.tools(session) if session is not None else []
         return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope)
+
+
+async def _settle(admission: Admission | None, meter: TokenMeter | None) -> None:
+    if admission is not None and meter is not None:
+        await admission.settle(meter.close())

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp
 
 from app.engine.gateway import Gateway
-from app.errors import error_body
+from app.errors import GatewayError, error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
 from app.identity import identity_of
@@ -86,12 +86,18 @@ class Endpoints:
 
     async def models(self, request: Request) -> Response:
         """The aliases the caller may ask for (an identity with `models` sees those of its list)."""
+        refused = await self._admitted(request)
+        if refused is not None:
+            return refused
         identity = identity_of(request.scope)
         aliases = self.config.models.items()
         data = [_model(alias, model.provider) for alias, model in aliases if identity.allows_model(alias)]
         return JSONResponse({"object": "list", "data": data})
 
     async def model(self, request: Request) -> Response:
+        refused = await self._admitted(request)
+        if refused is not None:
+            return refused
         model_id: str = request.path_params["model_id"]
         alias = self.config.models.get(model_id)
         if alias is not None:
@@ -101,6 +107,15 @@ class Endpoints:
         known = ", ".join(sorted(self.config.models)) or "none"
         message = f"The model '{model_id}' does not exist here. Models: {known}."
         return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
+
+    async def _admitted(self, request: Request) -> Response | None:
+        """A model look-up counts against the caller's requests a minute (it holds no concurrency slot and spends
+        no upstream tokens); the 429 when that is reached, else None."""
+        try:
+            await self.gateway.limits.admit(identity_of(request.scope), hold=False, spends=False)
+        except GatewayError as exc:
+            return JSONResponse(exc.body(), exc.status, headers=exc.headers())
+        return None
 
     async def openapi(self, _: Request) -> Response:
         return JSONResponse(openapi(TITLE))

@@ -95,7 +95,9 @@ async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) 
     config = gateway.config
     call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
     length = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
-    try:
+    admission = None
+    try:  # costs like a chat's parsing: counted against rpm, holding a concurrency slot, admitted before its body
+        admission = await gateway.limits.admit(call.identity, spends=False)
         declared = length.decode("latin-1") if length else None
         body = await read_body(request, declared, config.max_request_bytes)
         try:  # parsed and counted in the worker pool, one count at a time, whatever its size
@@ -105,9 +107,12 @@ async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) 
             raise _deadline_error(gateway) from None
         response: Response = JSONResponse(counted)
     except GatewayError as exc:
-        response = JSONResponse(front.error(exc), exc.status)
+        response = JSONResponse(front.error(exc), exc.status, headers=exc.headers())
     except ClientDisconnect:
         response = Response(status_code=CLIENT_GONE)
+    finally:
+        if admission is not None:
+            await admission.release()
     response.headers["x-request-id"] = request_id
     return response
 

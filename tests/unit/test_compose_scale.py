@@ -62,6 +62,21 @@ def test_every_replica_shares_state_in_the_profiles_redis() -> None:
     assert port and port.group(1) == "6379" and "ports" not in SERVICES["redis"]
 
 
+def test_the_profiles_redis_never_evicts_the_limits_counters() -> None:
+    """Under an eviction policy a full Redis drops keys with a time to live (every limit counter) or any key, and an
+    identity's day budget starts over; the counters live in this Redis, so it refuses writes instead."""
+    command = SERVICES["redis"]["command"]
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+    config = _scale_config()[1]
+    assert config.limits_redis_url() == "redis://redis:6379/0"
+    # A full noeviction Redis refuses writes, counters' too: the key's shares (its sessions, its MCP clients' state,
+    # its responses) keep it from filling the Redis, so the limits are never left unenforced by a flood.
+    maxmemory = command[command.index("--maxmemory") + 1]
+    assert maxmemory.endswith("mb") and len(config.auth.api_keys) == 1
+    shares = 2 * (config.sessions.max_bytes_per_identity or 0) + (config.responses_store.max_bytes_per_identity or 0)
+    assert 0 < shares <= int(maxmemory.removesuffix("mb")) * 2**20 // 2
+
+
 def test_several_workers_a_replica_are_allowed_by_this_config(capsys: pytest.CaptureFixture[str]) -> None:
     """`serve --workers N` refuses without Redis; the profile's config has it (checked here without starting)."""
     import argparse

@@ -70,8 +70,9 @@ def write_options(body: JsonObject, options: Options, stream: bool) -> None:
         body["response_format"] = response_format_out(options.response_format)
     if options.reasoning is not None and options.reasoning.effort is not None:
         body["reasoning_effort"] = options.reasoning.effort
-    if stream and options.include_usage and "stream_options" not in body:
-        body["stream_options"] = {"include_usage": True}
+    if stream:  # every stream ends with its usage, for the day's token budget; a client sees it only if it asked
+        passed = body.get("stream_options")
+        body["stream_options"] = {**(passed if isinstance(passed, dict) else {}), "include_usage": True}
     if options.tool_choice is not None:
         body["tool_choice"] = tool_choice_out(options.tool_choice)
     if options.parallel_tool_calls is not None:

@@ -1,6 +1,7 @@
 """Identities' limits through two real replicas (`toolsift serve` twice) on one real Redis, with the official SDKs:
-a limit reached on one replica is reached on the other, answered 429 with Retry-After in each front's shape; and
-one identity's flood of stored responses never evicts another's, in memory or in Redis."""
+a limit reached on one replica is reached on the other, answered 429 with Retry-After in each front's shape (a
+stream's tokens counted like a plain answer's); and one identity's flood of stored responses never evicts
+another's, in memory or in Redis."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def replicas(
         {"name": "rpm", "key": "gw-rpm", "limits": {"requests_per_minute": 3}},
         {"name": "slow", "key": "gw-slow", "limits": {"concurrent": 1}},
         {"name": "tokens", "key": "gw-tokens", "limits": {"tokens_per_day": 20}},
+        {"name": "streams", "key": "gw-streams", "limits": {"tokens_per_day": 20}},
     ]
     config = _config(scripted, auth={"api_keys": keys}, sessions={"redis_url": redis_url})
     path: Path = tmp_path_factory.mktemp("replicas") / "config.json"
@@ -118,6 +120,22 @@ def test_tokens_per_day_are_counted_over_both_replicas(replicas: list[str], scri
         _openai(first, "gw-tokens").chat.completions.create(model="fast", messages=USER)
     assert "20 upstream tokens a day" in refused.value.message
     assert int(refused.value.response.headers["retry-after"]) <= 86_400
+
+
+def test_a_streaming_client_that_asks_no_usage_is_limited_like_a_plain_one(
+    replicas: list[str], scripted: ScriptedUpstream
+) -> None:
+    """The gateway asks the upstream for every stream's usage (the upstream sends it only when asked), counts it,
+    and keeps that chunk from a client that did not ask for it."""
+    scripted.fallback = completion("ok")  # 15 tokens each
+    first, second = replicas
+    for base in (first, second):  # 15, then 30: over 20
+        chunks = list(_openai(base, "gw-streams").chat.completions.create(model="fast", messages=USER, stream=True))
+        assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "ok"
+        assert not any(chunk.usage for chunk in chunks)
+    with pytest.raises(openai.RateLimitError) as refused:
+        _openai(first, "gw-streams").chat.completions.create(model="fast", messages=USER, stream=True)
+    assert "20 upstream tokens a day" in refused.value.message
 
 
 def test_one_identitys_flood_never_evicts_anothers_stored_responses(

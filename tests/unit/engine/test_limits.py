@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,8 +14,17 @@ from app.config.identities import IdentityLimits
 from app.engine.limits import Limiter, LimitExceeded
 from app.engine.metrics import Metrics
 from app.identity import Identity
-from app.store import MemoryStore
+from app.store import Key, MemoryStore
 from tests.support import Upstream, chat_body, completion, free_port, make_config
+
+
+def _tokens(count: int) -> Callable[[], Awaitable[int]]:
+    """A request's estimate of its upstream tokens, as the engine gives it."""
+
+    async def estimate() -> int:
+        return count
+
+    return estimate
 
 
 def _identity(**limits: Any) -> Identity:
@@ -42,16 +52,27 @@ async def test_requests_per_minute_reset_with_the_minute() -> None:
     await limiter.admit(alice)
 
 
-async def test_tokens_per_day_are_spent_after_and_checked_before() -> None:
+async def test_tokens_per_day_are_reserved_at_admission_and_settled_with_what_was_spent() -> None:
     now = [86_400.0 * 3 + 3600]
     limiter, alice = _limiter(now), _identity(tokens_per_day=100)
-    await limiter.admit(alice)
-    await limiter.spend(alice, 150)  # a request that started under the budget may end over it
-    with pytest.raises(LimitExceeded) as refused:
-        await limiter.admit(alice)
-    assert refused.value.retry_after == 86_400 - 3600 and "100 upstream tokens a day" in refused.value.message
+    first = await limiter.admit(alice, reserve=_tokens(60))
+    second = await limiter.admit(alice, reserve=_tokens(60))  # 60 reserved before it: under the budget, so it may run
+    with pytest.raises(LimitExceeded) as refused:  # 120 reserved: the two in flight hold the day's budget, for now
+        await limiter.admit(alice, reserve=_tokens(60))
+    assert refused.value.retry_after == 5 and "100 upstream tokens a day, requests in flight included" in (
+        refused.value.message
+    )
+    await first.settle(10)
+    await first.release()  # settled once: releasing takes nothing more back
+    third = await limiter.admit(alice, reserve=_tokens(60))  # 70 before it
+    await third.release()  # refused later (or spent nothing): its whole reservation goes back
+    await second.settle(150)  # a request that started under the budget may end over it
+    with pytest.raises(LimitExceeded) as spent:
+        await limiter.admit(alice, reserve=_tokens(1))
+    assert spent.value.retry_after == 86_400 - 3600 and "in flight" not in spent.value.message  # until tomorrow
+    assert int(await limiter.store.get(Key("limit", "alice", "tokens:3")) or 0) == 160
     now[0] += 86_400
-    await limiter.admit(alice)
+    await limiter.admit(alice, reserve=_tokens(60))
 
 
 async def test_concurrent_slots_are_released_and_a_dead_holders_expire() -> None:
@@ -113,3 +134,33 @@ async def test_a_limited_request_is_429_with_retry_after_and_counted(upstream: U
     metrics = (await client.get("/metrics", headers=headers)).text
     assert 'toolsift_limit_refusals_total{identity="alice",limit="requests_per_minute"} 1.0' in metrics
     assert 'toolsift_identity_requests_total{identity="alice",status="429"} 1.0' in metrics
+
+
+async def test_a_request_refused_a_minute_costs_no_estimate_and_one_refused_tokens_holds_no_slot() -> None:
+    """The estimate (a prompt counted in the worker pool) is asked only of a request the other limits admit; a
+    request refused for the day's tokens gives its concurrency slot back."""
+    now = [0.0]
+    limiter, alice = _limiter(now), _identity(requests_per_minute=1, concurrent=1, tokens_per_day=100)
+    estimates: list[int] = []
+
+    async def estimate() -> int:
+        estimates.append(1)
+        return 200
+
+    admitted = await limiter.admit(alice, reserve=estimate)  # 0 before it: admitted, holding 200
+    await admitted.release()  # spent nothing: all of it back
+    with pytest.raises(LimitExceeded) as minute:
+        await limiter.admit(alice, reserve=estimate)
+    assert minute.value.limit == "requests_per_minute" and len(estimates) == 1
+    now[0] = 60.0
+    spending = await limiter.admit(alice, reserve=estimate)
+    await spending.settle(150)
+    await spending.release()
+    now[0] = 120.0
+    with pytest.raises(LimitExceeded) as tokens:
+        await limiter.admit(alice, reserve=estimate)
+    assert tokens.value.limit == "tokens_per_day"
+    now[0] = 180.0
+    with pytest.raises(LimitExceeded) as again:  # the slot is free: refused for tokens again, not for concurrency
+        await limiter.admit(alice, reserve=estimate)
+    assert again.value.limit == "tokens_per_day"

@@ -42,7 +42,26 @@ async def test_content_only_stream_is_forwarded_in_chunks(upstream: Upstream, ga
     assert finish_reasons(chunks) == ["stop"]
     assert all(c["choices"][0]["index"] == 0 for c in chunks)
     sent = upstream.requests[0]
-    assert sent["stream"] is True and "stream_options" not in sent
+    assert sent["stream"] is True
+
+
+async def test_usage_is_asked_of_every_stream_and_shown_only_to_a_client_that_asked(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    """The day's token budget needs every stream's usage: the gateway asks for it upstream, and a client that did
+    not ask (or said no) gets no usage chunk it did not expect."""
+    client, _ = await gateway_factory()
+    asked: list[list[Any]] = []
+    for options in (None, {"include_usage": False}, {"include_usage": True}):
+        upstream.script(sse_reply(["Hello"], usage=(10, 5)))
+        extra = {"stream_options": options} if options is not None else {}
+        asked.append(
+            events((await client.post("/v1/chat/completions", json=chat_body("hi", stream=True, **extra))).text)
+        )
+    assert [sent["stream_options"] for sent in upstream.requests] == [{"include_usage": True}] * 3
+    usage = [[chunk["usage"] for chunk in items[:-1] if chunk.get("usage")] for items in asked]
+    assert usage == [[], [], [{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}]]
+    assert all(content_of(items[:-1]) == "Hello" for items in asked)
 
 
 async def test_search_then_mcp_call_then_answer_streams_the_same_text(upstream: Upstream, gateway_factory: Any) -> None:
