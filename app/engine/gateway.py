@@ -69,8 +69,10 @@ class Gateway:
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions, self.identities)
-        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
-        self.limits = Limiter(limits_store(config.sessions.redis_url), self.metrics, config.request_deadline + 60)
+        store_timeout = config.sessions.store_timeout_ms / 1000  # every store on one Redis shares a circuit breaker
+        redis_url = config.sessions.redis_url
+        self.responses = response_store(config.responses_store, redis_url, self.identities, store_timeout)
+        self.limits = Limiter(limits_store(redis_url, store_timeout), self.metrics, config.request_deadline + 60)
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)

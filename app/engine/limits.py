@@ -21,7 +21,7 @@ from collections.abc import Callable
 from app.engine.metrics import Metrics
 from app.errors import GatewayError
 from app.identity import Identity
-from app.store import Key, Store, StoreUnavailable, open_store
+from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, open_store
 
 log = logging.getLogger("toolsift.limits")
 NAMESPACE = "limit"  # in Redis: toolsift:limit:<identity>:<rpm:minute | tokens:day | concurrent>
@@ -29,9 +29,9 @@ LEASE_SECONDS = 30.0  # a slot's life unless renewed; renewed every third of it 
 DAY = 86_400
 
 
-def limits_store(redis_url: str | None) -> Store:
+def limits_store(redis_url: str | None, timeout: float = STORE_TIMEOUT) -> Store:
     """Redis when configured (shared by every replica), else memory: a few small counters per identity."""
-    return open_store(redis_url, 100_000, 16 * 1024 * 1024)
+    return open_store(redis_url, 100_000, 16 * 1024 * 1024, timeout=timeout)
 
 
 class LimitExceeded(GatewayError):
