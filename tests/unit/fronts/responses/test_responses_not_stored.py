@@ -11,8 +11,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support import Upstream, completion, make_config
-from tests.support.scripted import free_port
+from tests.support import Upstream, completion, free_port, make_config
 from tests.support.responses import sdk, streamed
 
 SHARE = 16 * 1024  # the caller's share of the response store, in bytes
