@@ -1,5 +1,6 @@
-"""A Redis that stops or hangs under a running gateway: nothing is claimed stored that a later read cannot find,
-and a request waits for at most one store timeout however many store operations it makes."""
+"""A Redis that stops or hangs under a running gateway, or a response larger than its caller's share: nothing is
+claimed stored that a later read cannot find, and a request waits for at most one store timeout however many
+store operations it makes."""
 
 from __future__ import annotations
 
@@ -119,3 +120,20 @@ async def test_a_hung_redis_costs_a_request_at_most_one_store_timeout(
     made = await api.responses.create(model="fast", input="hung")
     assert made.store is False and made.output_text == "answer 4"
     assert shared.refused > 0 and shared.open
+
+
+async def test_a_response_over_the_callers_share_in_redis_is_not_claimed(
+    server: RedisServer, upstream: Upstream, gateway_factory: Any
+) -> None:
+    config = make_config(sessions={"redis_url": server.url}, responses_store={"max_bytes_per_identity": 16384})
+    client, _ = await gateway_factory(config)
+    api = sdk(client)
+    upstream.script(*[completion(f"answer {n}") for n in range(3)])
+    kept = await api.responses.create(model="fast", input="small")
+    raw = await api.responses.with_raw_response.create(model="fast", input="big " * 16384)
+    big = raw.parse()
+    assert big.output_text == "answer 1" and big.store is False and "x-toolsift-warning" in raw.headers
+    with pytest.raises(openai.NotFoundError):
+        await api.responses.retrieve(big.id)
+    assert (await api.responses.retrieve(kept.id)).output_text == "answer 0", "nothing else of the caller's went"
+    assert (await api.responses.create(model="fast", input="small again")).store is True, "Redis is not down"
