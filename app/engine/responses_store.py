@@ -25,7 +25,7 @@ from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, lo
 log = logging.getLogger("toolsift.responses")
 NAMESPACE = "response"
 UNAVAILABLE = "the response store is unavailable"
-TOO_LARGE = "the response is larger than this key's share of the response store"
+TOO_LARGE = "the response is larger than the response store keeps for this key"
 OFF_LOOP_BYTES = 256 * 1024  # larger conversations are encoded and decoded in a worker thread (milliseconds)
 
 
@@ -79,7 +79,7 @@ class ResponseStore:
             log.warning("response %s", exc)
             return UNAVAILABLE
         if not kept:
-            log.warning("response not stored: %d bytes, over its caller's share of the store", len(raw))
+            log.warning("response not stored: %d bytes, over what the store keeps for its caller", len(raw))
             return TOO_LARGE
         return None
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json
+from app.store.base import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json
 from app.store.memory import MemoryStore
-
-STORE_TIMEOUT = 0.25  # seconds: `sessions.store_timeout_ms`' default
 
 __all__ = ["STORE_TIMEOUT", "Key", "MemoryStore", "Store", "StoreUnavailable", "dump_json", "load_json", "open_store"]
 

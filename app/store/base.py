@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple, Protocol
 
+STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`sessions.store_timeout_ms`' default)
+
 
 class Key(NamedTuple):
     namespace: str

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from app.store.base import Key, StoreUnavailable
+from app.store.base import STORE_TIMEOUT, Key, StoreUnavailable
 from app.store.breaker import Circuit
 from app.store.memory import ENTRY_OVERHEAD
 
@@ -147,7 +147,7 @@ class RedisStore:
         url: str,
         max_owner_bytes: int | None = None,
         owner_bytes: Mapping[str, int] | None = None,
-        timeout: float = 0.25,
+        timeout: float = STORE_TIMEOUT,
     ) -> None:
         import redis.asyncio as redis
         from redis.asyncio.retry import Retry
