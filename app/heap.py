@@ -10,7 +10,6 @@ are larger). Setting the threshold once fixes it at 128 KiB: each large block is
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 
 log = logging.getLogger("toolsift.heap")
@@ -21,8 +20,7 @@ LARGE_BLOCK = 128 * 1024  # glibc's own starting threshold
 def release_large_blocks() -> bool:
     """Fix glibc's mmap threshold for this process; False where the C library is not glibc (nothing to fix)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: the C library's, without a search
     except (OSError, AttributeError):  # musl, macOS: no mallopt, and no sliding threshold
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
