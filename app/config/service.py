@@ -47,6 +47,9 @@ class SessionConfig(Strict):
     max_bytes_per_identity: int | None = Field(None, ge=4096, description=PER_IDENTITY)
     max_tools: int = Field(256, ge=1, description="tool names remembered per session, the latest kept")
     redis_url: str | None = None
+    store_timeout_ms: int = Field(
+        250, ge=1, le=60_000, description="longest wait for one Redis operation; past it the store counts as down"
+    )
 
 
 class ResponsesStoreConfig(Strict):

@@ -71,8 +71,13 @@ class Gateway:
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions, self.identities)
-        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.identities)
-        self.limits = Limiter(limits_store(config.limits_redis_url()), self.metrics, config.request_deadline + 60)
+        store_timeout = config.sessions.store_timeout_ms / 1000  # every store on one Redis shares a circuit breaker
+        self.responses = response_store(
+            config.responses_store, config.sessions.redis_url, self.identities, store_timeout
+        )
+        self.limits = Limiter(
+            limits_store(config.limits_redis_url(), store_timeout), self.metrics, config.request_deadline + 60
+        )
         self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
 
     async def start(self) -> None:

@@ -20,10 +20,12 @@ from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
 from app.errors import GatewayError
 from app.identity import Identities, Identity
-from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store
+from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, open_store
 
 log = logging.getLogger("toolsift.responses")
 NAMESPACE = "response"
+UNAVAILABLE = "the response store is unavailable"
+TOO_LARGE = "the response is larger than the response store keeps for this key"
 OFF_LOOP_BYTES = 256 * 1024  # larger conversations are encoded and decoded in a worker thread (milliseconds)
 
 
@@ -52,20 +54,34 @@ def _decode(raw: bytes) -> StoredResponse:
 
 
 class ResponseStore:
-    """Each response for `ttl` seconds after it was stored. A store that is down loses a save (logged; the answer
-    still goes out) and fails a read with a 503: a continuation must not silently start from nothing."""
+    """Each response for `ttl` seconds after it was stored. A save that the store cannot take (down, hung, or the
+    response larger than its caller's share) is reported, so the answer says `store: false` rather than claim a
+    response a later read cannot find; a read of a store that is down is a 503: a continuation must not silently
+    start from nothing."""
 
     def __init__(self, store: Store, ttl_seconds: float) -> None:
         self.store = store
         self.ttl = ttl_seconds
 
-    async def save(self, owner: Identity, stored: StoredResponse, size_hint: int = 0) -> None:
-        """`size_hint`: about how large the conversation is (its request bodies), to encode a large one off-loop."""
+    def available(self) -> bool:
+        """False while the store is known to be down: a response can say `store: false` from its start."""
+        return self.store.available()
+
+    async def save(self, owner: Identity, stored: StoredResponse, size_hint: int = 0) -> str | None:
+        """None when kept, else why not (for the answer's warning). `size_hint`: about how large the conversation
+        is (its request bodies), to encode a large one off-loop."""
+        if not self.store.available():
+            return UNAVAILABLE
         raw: bytes = await _off_loop_if_large(size_hint, _encode, stored)
         try:
-            await self.store.put(_key(owner, str(stored.response["id"])), raw, self.ttl)
+            kept = await self.store.put(_key(owner, str(stored.response["id"])), raw, self.ttl)
         except StoreUnavailable as exc:
             log.warning("response %s", exc)
+            return UNAVAILABLE
+        if not kept:
+            log.warning("response not stored: %d bytes, over what the store keeps for its caller", len(raw))
+            return TOO_LARGE
+        return None
 
     async def get(self, owner: Identity, response_id: str) -> StoredResponse | None:
         """The stored response when `owner` owns it; None for anyone else (a 404 that tells nothing)."""
@@ -98,10 +114,18 @@ def _unavailable(exc: StoreUnavailable) -> GatewayError:
 
 
 def response_store(
-    config: ResponsesStoreConfig, redis_url: str | None, identities: Identities | None = None
+    config: ResponsesStoreConfig,
+    redis_url: str | None,
+    identities: Identities | None = None,
+    timeout: float = STORE_TIMEOUT,
 ) -> ResponseStore:
     owners = identities.stored_bytes() if identities is not None else None
     store = open_store(
-        redis_url, config.max_responses, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
+        redis_url,
+        config.max_responses,
+        config.max_bytes,
+        config.max_bytes_per_identity,
+        owner_bytes=owners,
+        timeout=timeout,
     )
     return ResponseStore(store, config.ttl_seconds)

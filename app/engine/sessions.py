@@ -87,6 +87,11 @@ def _names(value: bytes | None) -> list[str]:
 def session_store(config: SessionConfig, identities: Identities | None = None) -> Sessions:
     owners = identities.stored_bytes() if identities is not None else None
     store = open_store(
-        config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
+        config.redis_url,
+        config.max_sessions,
+        config.max_bytes,
+        config.max_bytes_per_identity,
+        owner_bytes=owners,
+        timeout=config.store_timeout_ms / 1000,
     )
     return Sessions(store, config.ttl_seconds, config.max_tools)

@@ -36,6 +36,7 @@ class Call:
     request: ChatRequest | None = None  # once parsed
     state: object = None  # the front's own record of the request (its wire fields the engine has no place for)
     headers: Mapping[str, str] = field(default_factory=dict)  # the request's headers, names in lower case
+    reply_headers: dict[str, str] = field(default_factory=dict)  # headers the front adds to its answer
 
 
 class Front(Protocol):
@@ -79,11 +80,12 @@ class StreamRenderer(Protocol):
 async def render_stream(
     events: AsyncGenerator[Event, None],
     renderer: StreamRenderer,
-    on_finished: Callable[[], Awaitable[None]] | None = None,
+    on_finished: Callable[[list[str]], Awaitable[list[str]]] | None = None,
 ) -> AsyncGenerator[str, None]:
     """SSE text for one request, for every front. A failure before the upstream answered is raised (it keeps its
     HTTP status); after that it becomes the front's error events, a gateway bug included. `on_finished` runs
-    before the last events go out (a stored response can be continued as soon as the client has it)."""
+    before the last events go out, and gives them as they go (a stored response can be continued as soon as the
+    client has it, and its last event says whether it was stored)."""
     try:
         async with aclosing(events):
             async for event in events:
@@ -95,7 +97,7 @@ async def render_stream(
                     return
                 texts = renderer.render(event)
                 if on_finished is not None and isinstance(event, Finished):
-                    await on_finished()
+                    texts = await on_finished(texts)
                 for text in texts:
                     yield text
     except Exception:

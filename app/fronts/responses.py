@@ -22,7 +22,7 @@ from app.codecs.responses.tools import CALL_PREFIXES, call_item
 from app.core.model import ChatRequest, ClientTool, JsonObject, Message, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import Event
-from app.engine.responses_store import OFF_LOOP_BYTES, ResponseStore, StoredResponse
+from app.engine.responses_store import OFF_LOOP_BYTES, UNAVAILABLE, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
@@ -32,6 +32,7 @@ from app.fronts.sse_wire import KEEPALIVE
 from app.identity import Identity
 
 log = logging.getLogger("toolsift.stream")
+STORE_WARNING = "x-toolsift-warning"  # on an answer not stored although `store` asked for it
 
 
 def answer_output(answer: Answer, state: ResponseCall) -> list[JsonObject]:
@@ -69,8 +70,11 @@ class ResponsesFront:
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
         """A `previous_response_id` puts the stored conversation (its input and output items) before the input;
-        each `item_reference` is replaced by the item it names."""
+        each `item_reference` is replaced by the item it names. A store known to be down makes the response
+        `store: false` from its start, with the warning header."""
         state = _state(call)
+        if state.parsed.request.store is not False and not self.store.available():
+            _unstored(call, state, UNAVAILABLE)
         previous_id = state.parsed.request.previous_response_id
         referenced = any(isinstance(item, ItemReference) for item in state.parsed.items)
         if previous_id is None and not referenced:
@@ -133,22 +137,35 @@ class ResponsesFront:
         await self.keep(call, body)
         return body
 
-    async def keep(self, call: Call, body: JsonObject) -> None:
+    async def keep(self, call: Call, body: JsonObject) -> bool:
+        """Store the response when asked to; False when it was asked to and is not stored (then `body` says
+        `store: false`, and a plain answer carries the warning header)."""
         state = _state(call)
-        if state.parsed.request.store is not False:
-            found = body.get("tool_discovery", {})
-            tools = list(
-                dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
-            )
-            stored = StoredResponse(body, [*state.items, *state.kept(body["output"])], tools)
-            # The answer counts too: a giant streamed answer to a short request is encoded off the loop as well.
-            await self.store.save(call.identity, stored, state.size + _text_chars(body["output"]))
+        if state.parsed.request.store is False:
+            return True
+        if state.unstored is not None:  # known before the answer: said so from its start
+            return False
+        found = body.get("tool_discovery", {})
+        tools = list(
+            dict.fromkeys([*state.tools, *found.get("tools_discovered", ()), *found.get("tools_prefetched", ())])
+        )
+        stored = StoredResponse(body, [*state.items, *state.kept(body["output"])], tools)
+        # The answer counts too: a giant streamed answer to a short request is encoded off the loop as well.
+        why = await self.store.save(call.identity, stored, state.size + _text_chars(body["output"]))
+        if why is None:
+            return True
+        _unstored(call, state, why)
+        body["store"] = False
+        return False
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
         stream = ResponsesStream(_state(call), call.model)
 
-        async def store() -> None:
-            await self.keep(call, stream.final)
+        async def store(texts: list[str]) -> list[str]:
+            """The closing event says `store: false` when the store did not take the response."""
+            if await self.keep(call, stream.final):
+                return texts
+            return [*texts[:-1], stream.last_event()]
 
         return render_stream(events, stream, store)
 
@@ -176,6 +193,12 @@ def _continued(items: list[JsonObject], parsed: ParsedResponses) -> tuple[list[M
 
 def _specs(tools: list[ClientTool]) -> dict[str, ToolSpec]:
     return {tool.spec.name: tool.spec for tool in tools}
+
+
+def _unstored(call: Call, state: ResponseCall, why: str) -> None:
+    """The response is not stored although asked to be: it says `store: false`, and the header says why."""
+    state.unstored = why
+    call.reply_headers[STORE_WARNING] = f"response not stored: {why}"
 
 
 def _not_found(response_id: str) -> GatewayError:

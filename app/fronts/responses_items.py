@@ -28,6 +28,7 @@ class ResponseCall:
     specs: dict[str, ToolSpec] = field(default_factory=dict)  # the client's tools, by the engine's name
     # An upstream's encrypted reasoning the client did not include, by item id: kept for a continuation only.
     unshown: dict[str, str] = field(default_factory=dict)
+    unstored: str | None = None  # why the response is not stored although asked to be (the store could not take it)
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -108,7 +109,7 @@ def response_json(
             "effort": request.reasoning.effort if request.reasoning else None,
             "summary": request.reasoning.summary if request.reasoning else None,
         },
-        "store": request.store is not False,
+        "store": request.store is not False and state.unstored is None,
         "temperature": request.temperature,
         "text": {"format": {"type": "text"}, **text},
         "tool_choice": request.tool_choice or "auto",

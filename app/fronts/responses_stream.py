@@ -53,6 +53,7 @@ class ResponsesStream:
         self.output: list[JsonObject] = []
         self.open: _Open | None = None
         self.final: JsonObject = {}  # the completed response, to store
+        self._last = ("", 0)  # the closing event's type and sequence number
         self.round_extra: Native | None = None  # the last round's own fields, sealed for the client once it ends
 
     def render(self, event: Event) -> list[str]:
@@ -155,7 +156,14 @@ class ResponsesStream:
             finish_reason=event.finish_reason,
         )  # fmt: skip
         kind = "response.completed" if body["status"] == "completed" else "response.incomplete"
+        self._last = (kind, self.sequence)
         return [*out, self._event(kind, response=body)], body
+
+    def last_event(self) -> str:
+        """The closing event once more, as the final response now reads (`store` false when the store could not
+        take it)."""
+        kind, sequence = self._last
+        return named_sse(kind, {"type": kind, "sequence_number": sequence, "response": self.final})
 
     def failure(self, error: GatewayError, discovery: DiscoveryStats | None) -> list[str]:
         out = self._close()

@@ -117,6 +117,6 @@ def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
             allow_origins=config.cors_origins,
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=CORS_HEADERS,
-            expose_headers=["x-request-id", "mcp-session-id"],
+            expose_headers=["x-request-id", "mcp-session-id", "x-toolsift-warning"],  # a response not stored
         )
     return EdgeGuard(RedactedAnswers(app), config.cors_origins, keyed=bool(config.auth.api_keys))

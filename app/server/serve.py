@@ -70,7 +70,8 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         except TimeoutError:
             raise _deadline_error(gateway) from None
         call.model = record.model or chat.model
-        response: Response = JSONResponse(await front.answer(answer, call))
+        body = await front.answer(answer, call)
+        response: Response = JSONResponse(body, headers=call.reply_headers)
     except ClientGone:
         response = Response(status_code=CLIENT_GONE)  # nobody reads it: the status is for the log and metrics
     except RequestRefused as exc:
@@ -190,7 +191,7 @@ def _stream(
         deadline_error=(timeout.status, front.error(timeout)),
         keepalive=gateway.config.stream_keepalive_seconds,
         keepalive_text=front.keepalive,
-        headers={"x-request-id": call.request_id},
+        headers={**call.reply_headers, "x-request-id": call.request_id},  # the front's, as it prepared the call
         on_close=close,
     )
 

@@ -3,13 +3,16 @@
 A key names its namespace (what kind of state), its owner (the caller's identity id, so one caller's state is
 never another's and can be bounded per caller) and an id. Values are bytes, serialized once by the caller, so
 the memory backend measures exactly what it holds and Redis holds the same bytes. A backend that cannot answer
-raises `StoreUnavailable`; each caller decides what that costs (a session acts as empty, a continuation fails).
+raises `StoreUnavailable`; each caller decides what that costs (a session acts as empty, a continuation fails, a
+response is answered as not stored).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, NamedTuple, Protocol
+
+STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`sessions.store_timeout_ms`' default)
 
 
 class Key(NamedTuple):
@@ -37,7 +40,10 @@ class Store(Protocol):
 
     async def get(self, key: Key) -> bytes | None: ...
 
-    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> None: ...
+    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> bool:
+        """True when the value is kept; False when it is larger than a bound it must fit (the owner's share, or the
+        whole store): then it is not kept, whatever the key held before is gone, and nothing else is evicted."""
+        ...
 
     async def delete(self, key: Key) -> bool:
         """True when the key held a value."""
@@ -54,6 +60,10 @@ class Store(Protocol):
         ...
 
     async def release(self, key: Key, holder: str) -> None: ...
+
+    def available(self) -> bool:
+        """False while the backend is known to be down (its circuit open): a caller can say so before it tries."""
+        ...
 
     async def aclose(self) -> None: ...
 

@@ -63,8 +63,8 @@ class MemoryStore:
         found = self._live(_name(key))
         return None if found is None else found.value
 
-    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> None:
-        self._set(key, value, None if ttl is None else self._clock() + ttl)
+    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> bool:
+        return self._set(key, value, None if ttl is None else self._clock() + ttl)
 
     async def delete(self, key: Key) -> bool:
         name = _name(key)
@@ -100,6 +100,9 @@ class MemoryStore:
         if not held:
             self._leases.pop(name, None)
 
+    def available(self) -> bool:
+        return True
+
     async def aclose(self) -> None:
         return None
 
@@ -122,23 +125,29 @@ class MemoryStore:
         found.owner.keys.move_to_end(name)
         return found
 
-    def _set(self, key: Key, value: bytes, expires: float | None) -> None:
+    def _set(self, key: Key, value: bytes, expires: float | None) -> bool:
+        """False when the value is larger than the owner's bound or the whole store's: not kept, and nothing else
+        goes for it (the key's old value aside, which it replaced)."""
         name = _name(key)
         self._drop(name)
+        size = ENTRY_OVERHEAD + len(name) + len(value)
+        bound = self.owner_bounds.get(key.owner, self.max_owner_bytes)
+        if size > self.max_bytes or (bound is not None and size > bound):
+            return False
         owner = self._owners.get(key.owner)
         if owner is None:
             owner = self._owners[key.owner] = _Owner(key.owner)
-        entry = _Entry(value, owner, expires, ENTRY_OVERHEAD + len(name) + len(value))
+        entry = _Entry(value, owner, expires, size)
         self._entries[name] = entry
         owner.keys[name] = None
         owner.bytes += entry.size
         self.bytes += entry.size
-        bound = self.owner_bounds.get(key.owner, self.max_owner_bytes)
         if bound is not None:
             while owner.bytes > bound:
                 self._drop(next(iter(owner.keys)))
         while self._entries and (len(self._entries) > self.max_entries or self.bytes > self.max_bytes):
             self._drop(self._victim())
+        return True
 
     def _victim(self) -> bytes:
         """What goes when the whole store is over a bound: its oldest entry when that has expired, otherwise the

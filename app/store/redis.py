@@ -13,16 +13,22 @@ counter, so entries written in one millisecond keep their order) and a hash of t
 that counter under field names no key name can spell. Both are named `toolsift-quota:<namespace>:<owner>:...`,
 which no `Key.name()` can spell, and expire after the longest time to live of what they count (never while an
 entry without one is counted). Each put, get and delete is one script, so replicas never see half an update.
-Every failure (down, timing out, refusing) becomes `StoreUnavailable`, after a timeout of two seconds at most.
+Every failure (down, timing out, refusing) becomes `StoreUnavailable`, after `timeout` seconds at most (the
+connection and each reply; never retried on a timeout). Every store on the same Redis URL shares one circuit
+breaker (app/store/breaker.py): once an operation fails, the next fail at once, so a hung Redis costs a request one
+timeout, not one per operation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
-from app.store.base import Key, StoreUnavailable
+from app.store.base import STORE_TIMEOUT, Key, StoreUnavailable
+from app.store.breaker import Circuit
 from app.store.memory import ENTRY_OVERHEAD
+
+T = TypeVar("T")
 
 INDEX_PREFIX = "toolsift-quota"  # Key.name() always starts "toolsift:", so no key is named like an index
 
@@ -137,13 +143,24 @@ class RedisStore:
     `owner_bytes` has its own bound instead) and its least recently used entries go first."""
 
     def __init__(
-        self, url: str, max_owner_bytes: int | None = None, owner_bytes: Mapping[str, int] | None = None
+        self,
+        url: str,
+        max_owner_bytes: int | None = None,
+        owner_bytes: Mapping[str, int] | None = None,
+        timeout: float = STORE_TIMEOUT,
     ) -> None:
         import redis.asyncio as redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
 
         self.max_owner_bytes = max_owner_bytes
         self.owner_bounds = dict(owner_bytes or {})
-        self._redis: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self.circuit = circuit(url)
+        # One retry, on a lost connection only (a Redis that restarted): a timeout is never waited for twice.
+        retry = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
+        self._redis: Any = redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry
+        )
         self._incr: Any = self._redis.register_script(_INCR)
         self._lease: Any = self._redis.register_script(_LEASE)
         self._put: Any = self._redis.register_script(_PUT)
@@ -153,57 +170,72 @@ class RedisStore:
     async def get(self, key: Key) -> bytes | None:
         try:
             if self._bound(key) is None:  # nothing counted for this owner: nothing to mark
-                found: bytes | None = await self._redis.get(_name(key))
+                found: bytes | None = await self._guarded(self._redis.get, _name(key))
             else:
-                found = await self._get(keys=_keys(key))
-        except Exception as exc:
-            if "WRONGTYPE" in str(exc):  # another layout's key (a list, say): absent; a put replaces it
-                return None
-            raise _unavailable(exc) from exc
+                found = await self._guarded(self._get, keys=_keys(key))
+        except _WrongType:  # another layout's key (a list, say): absent; a put replaces it
+            return None
         return found
 
-    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> None:
+    async def put(self, key: Key, value: bytes, ttl: float | None = None) -> bool:
         bound = self._bound(key)
         millis = None if ttl is None else _millis(ttl)
-        try:
-            if bound is None:
-                await self._redis.set(_name(key), value, px=millis)
-            else:
-                size = ENTRY_OVERHEAD + len(_name(key)) + len(value)
-                await self._put(keys=_keys(key), args=[value, "" if millis is None else millis, bound, size])
-        except Exception as exc:
-            raise _unavailable(exc) from exc
+        if bound is None:
+            await self._guarded(self._redis.set, _name(key), value, px=millis)
+            return True
+        size = ENTRY_OVERHEAD + len(_name(key)) + len(value)
+        args = [value, "" if millis is None else millis, bound, size]
+        return bool(await self._guarded(self._put, keys=_keys(key), args=args))
 
     async def delete(self, key: Key) -> bool:
-        try:
-            return bool(await self._delete(keys=_keys(key)))  # counted or not: another replica may bound it
-        except Exception as exc:
-            raise _unavailable(exc) from exc
+        return bool(await self._guarded(self._delete, keys=_keys(key)))  # counted or not: another replica may bound it
 
     async def incr(self, key: Key, amount: int = 1, ttl: float | None = None) -> int:
-        try:
-            total = await self._incr(keys=[_name(key)], args=[amount, "" if ttl is None else _millis(ttl)])
-        except Exception as exc:
-            raise _unavailable(exc) from exc
-        return int(total)
+        args = [amount, "" if ttl is None else _millis(ttl)]
+        return int(await self._guarded(self._incr, keys=[_name(key)], args=args))
 
     async def lease(self, key: Key, holder: str, limit: int, ttl: float) -> bool:
-        try:
-            return bool(await self._lease(keys=[_name(key)], args=[holder, limit, _millis(ttl)]))
-        except Exception as exc:
-            raise _unavailable(exc) from exc
+        return bool(await self._guarded(self._lease, keys=[_name(key)], args=[holder, limit, _millis(ttl)]))
 
     async def release(self, key: Key, holder: str) -> None:
-        try:
-            await self._redis.zrem(_name(key), holder)
-        except Exception as exc:
-            raise _unavailable(exc) from exc
+        await self._guarded(self._redis.zrem, _name(key), holder)
+
+    def available(self) -> bool:
+        return self.circuit.available()
 
     async def aclose(self) -> None:
         await self._redis.aclose()
 
+    async def _guarded(self, command: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """The command through this Redis' circuit; every failure as `StoreUnavailable`."""
+        try:
+            return await self.circuit.run(lambda: command(*args, **kwargs))
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if "WRONGTYPE" in str(exc):
+                raise _WrongType(f"store unavailable: {type(exc).__name__}") from exc
+            raise _unavailable(exc) from exc
+
     def _bound(self, key: Key) -> int | None:
         return self.owner_bounds.get(key.owner, self.max_owner_bytes)
+
+
+_CIRCUITS: dict[str, Circuit] = {}
+
+
+class _WrongType(StoreUnavailable):
+    """A key of another layout (one a past version wrote): a get reads it as absent, anything else fails."""
+
+
+def circuit(url: str) -> Circuit:
+    """The circuit of every store on the Redis at `url` (sessions, responses and limits open one each)."""
+    found = _CIRCUITS.get(url)
+    if found is None:
+        import redis
+
+        found = _CIRCUITS[url] = Circuit((redis.ConnectionError, redis.TimeoutError, OSError, TimeoutError))
+    return found
 
 
 def index_names(namespace: str, owner: str) -> tuple[bytes, bytes]:

@@ -98,10 +98,14 @@ async def test_incr_is_atomic_across_concurrent_callers(backend: Backend, reques
 
 
 async def test_an_unreachable_redis_is_store_unavailable() -> None:
+    """The first operation names the cause; the circuit is then open, and the next fail at once."""
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
-    for attempt in (store.get(key("a")), store.put(key("a"), b"x"), store.delete(key("a")), store.incr(key("a"))):
-        with pytest.raises(StoreUnavailable, match="store unavailable: ConnectionError"):
+    with pytest.raises(StoreUnavailable, match="store unavailable: ConnectionError"):
+        await store.get(key("a"))
+    for attempt in (store.put(key("a"), b"x"), store.delete(key("a")), store.incr(key("a"))):
+        with pytest.raises(StoreUnavailable, match="circuit open"):
             await attempt
+    assert (store.circuit.failures, store.circuit.refused) == (1, 3)
     await store.aclose()
 
 
@@ -171,10 +175,12 @@ async def test_memory_per_owner_bound_evicts_only_that_owners_entries() -> None:
     assert await store.get(key("a2")) is None, "alice's least recently used went"
     assert await store.get(key("a1")) == value and await store.get(key("a3")) == value
     assert store.owner_bytes("alice") == 2 * size
-    await store.put(key("a4"), value * 4)  # larger than alice's share: not kept, and it empties her share
-    assert store.owner_bytes("alice") == 0
+    assert await store.put(key("a4"), value * 4) is False, "larger than alice's share: not kept"
+    assert await store.get(key("a4")) is None
+    assert [await store.get(key(name)) for name in ("a1", "a3")] == [value, value], "nothing of hers went for it"
+    assert store.owner_bytes("alice") == 2 * size
     assert await store.get(key("b1", owner="bob")) == b"bob's", "bob is never evicted for alice"
-    assert store.bytes == store.owner_bytes("bob")
+    assert store.bytes == store.owner_bytes("bob") + 2 * size
 
 
 async def test_memory_expired_entries_free_their_bytes_when_read() -> None:
