@@ -7,6 +7,7 @@ flood of such work waits its turn instead of taking every core.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 from collections.abc import Callable
@@ -30,11 +31,35 @@ async def off_loop(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) 
 
 class Lane:
     """At most `width` jobs of one kind in the pool at once; the rest wait here, on the event loop, not in the
-    pool's queue, so a flood of one kind (token counts) never delays another kind's work (indexing)."""
+    pool's queue, so a flood of one kind (token counts) never delays another kind's work (indexing).
+
+    A job's slot is freed when the job ends, not when its caller stops waiting: a thread cannot be stopped, so a
+    caller that leaves (a client gone, a wait timed out) used to free the slot while its job ran on, and callers
+    that kept leaving filled the pool's queue with one kind of work, ahead of every other kind."""
 
     def __init__(self, width: int) -> None:
         self._slots = asyncio.Semaphore(width)
 
+    @property
+    def busy(self) -> bool:
+        """Whether every slot is taken."""
+        return self._slots.locked()
+
     async def run(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        async with self._slots:
-            return await off_loop(function, *args, **kwargs)
+        await self._slots.acquire()
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        try:
+            job = _pool.submit(context.run, functools.partial(function, *args, **kwargs))
+        except BaseException:
+            self._slots.release()
+            raise
+        job.add_done_callback(lambda _: _soon(loop, self._slots.release))
+        return await asyncio.wrap_future(job)
+
+
+def _soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+    """`callback` on `loop`, from the thread a job ended in (cancelled while queued: at once; running: when it
+    returns); nothing once the loop is closed."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback)

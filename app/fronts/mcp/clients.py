@@ -8,7 +8,10 @@ which has no sessions). The identity comes from the access token the server edge
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastmcp.server.dependencies import get_access_token, get_context
@@ -55,6 +58,23 @@ class ClientStates:
         self.store = store
         self.ttl = ttl
         self.max_tools = max_tools
+        # One lock per client being changed (gone with its last holder): a session's concurrent calls take turns
+        # at reading, changing and writing its view, so none writes back a view read before another's change.
+        self._changing: weakref.WeakValueDictionary[Key, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    async def update(self, client: tuple[Identity, str], change: Callable[[ClientView], bool]) -> ClientView:
+        """Read the client's view, `change` it, and write it when `change` says it changed, with no other update
+        of this client in this process in between (a store answers each call on its own: without this, two
+        concurrent searches of one session read the same view, and the second write lost the first's tools)."""
+        key = _key(client)
+        lock = self._changing.get(key)
+        if lock is None:
+            lock = self._changing[key] = asyncio.Lock()
+        async with lock:
+            view = await self.get(client)
+            if change(view):
+                await self.put(client, view)
+        return view
 
     async def get(self, client: tuple[Identity, str]) -> ClientView:
         try:

@@ -145,10 +145,11 @@ class McpFront:
         return self.client_tools(await self.clients.get(self.calling_client()))
 
     async def _enable(self, names: list[str]) -> None:
-        client = self.calling_client()
-        view = await self.clients.get(client)
-        view.enabled = list(dict.fromkeys([*view.enabled, *names]))
-        await self.clients.put(client, view)
+        def add(view: ClientView) -> bool:
+            view.enabled = list(dict.fromkeys([*view.enabled, *names]))
+            return True
+
+        await self.clients.update(self.calling_client(), add)
 
 
 class CatalogTools(Provider):
@@ -177,12 +178,17 @@ class ClientMiddleware(Middleware):
         if session is not None and context.method != "initialize":
             fingerprint = self.front.served().fingerprint
             client = self.front.calling_client()
-            view = await self.front.clients.get(client)
-            if view.seen != fingerprint:
-                if view.seen is not None:
+            if (await self.front.clients.get(client)).seen != fingerprint:  # read alone: most requests stop here
+                seen: list[str | None] = []
+
+                def see(view: ClientView) -> bool:
+                    seen.append(view.seen)
+                    view.seen = fingerprint
+                    return seen[0] != fingerprint
+
+                await self.front.clients.update(client, see)
+                if seen[0] not in (None, fingerprint):
                     await session.send_notification(mcp_types.ToolListChangedNotification())
-                view.seen = fingerprint
-                await self.front.clients.put(client, view)
         if not tracing.enabled() or session is None or context.method != "tools/call":
             return await call_next(context)
         caller = tracing.caller_attributes(self.front.calling_client()[0].id, REQUEST_ID.get(), "mcp")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from app.mcp.client.pool import ServerPool
 
 log = logging.getLogger("toolsift.mcp")
+OPEN_ATTEMPTS = 3  # a new connection closed to make room before its caller woke up is started again, this often
 
 
 class Connect(Protocol):
@@ -115,7 +116,7 @@ class IdentityConnections:
         self.needed = config.identity_secrets
         self._connect = connect
         self._open: dict[str, _Open] = {}
-        self._opening = asyncio.Lock()
+        self._starting: dict[str, asyncio.Task[_Open]] = {}  # identity -> its connection's start under way
         self._reaper: asyncio.Task[None] | None = None
 
     def missing(self, identity: Identity) -> list[str]:
@@ -143,25 +144,58 @@ class IdentityConnections:
             entry.used = time.monotonic()
 
     async def _entry(self, identity: Identity) -> _Open:
-        async with self._opening:
+        """The identity's open connection, or its start (begun here, or joined when one is under way). No lock is
+        held across a start: another identity's calls, on open connections or new ones, never wait for it."""
+        for _ in range(OPEN_ATTEMPTS):
             found = self._open.get(identity.id)
-            if found is not None:
+            if found is None:
+                starting = self._starting.get(identity.id) or self._begin(identity)
+                found = await asyncio.shield(starting)  # a caller that leaves does not cancel the others' start
+            if self._open.get(identity.id) is found:  # not closed to make room while this caller woke up
                 return found
-            if len(self._open) >= self.config.max_identity_connections:
-                idle = [(entry.used, key) for key, entry in self._open.items() if not entry.active]
-                if not idle:
-                    raise ServerUnavailable(
-                        f"MCP server '{self.name}' has {self.config.max_identity_connections} identities' connections "
-                        "busy (max_identity_connections); try again shortly"
-                    )
-                await self._close(min(idle)[1])
+        raise self._busy()
+
+    def _begin(self, identity: Identity) -> asyncio.Task[_Open]:
+        """Start the identity's connection in a task of its own, in a slot taken now (closing the least recently
+        used idle connection when every slot is taken)."""
+        if len(self._open) + len(self._starting) >= self.config.max_identity_connections:
+            idle = [(entry.used, key) for key, entry in self._open.items() if not entry.active]
+            if not idle:
+                raise self._busy()
+            evicted = min(idle)[1]
+            closing: _Open | None = self._open.pop(evicted)
+        else:
+            evicted, closing = "", None
+        task = asyncio.get_running_loop().create_task(
+            self._start(identity, evicted, closing), name=f"mcp:{self.name}:{identity.id}:start"
+        )
+        task.add_done_callback(_retrieved)
+        self._starting[identity.id] = task
+        return task
+
+    async def _start(self, identity: Identity, evicted: str, closing: _Open | None) -> _Open:
+        try:
+            if closing is not None:
+                await self._stopped(evicted, closing)
             connection = self._connect(as_identity(self.config, identity))
-            await connection.start()
+            try:
+                await connection.start()
+            except BaseException:
+                await connection.stop()
+                raise
             found = self._open[identity.id] = _Open(connection)
-            log.info("mcp identity connection server=%s identity=%s open=%d", self.name, identity.id, len(self._open))
-            if self._reaper is None or self._reaper.done():
-                self._reaper = asyncio.get_running_loop().create_task(self._reap(), name=f"mcp:{self.name}:idle")
-            return found
+        finally:
+            self._starting.pop(identity.id, None)
+        log.info("mcp identity connection server=%s identity=%s open=%d", self.name, identity.id, len(self._open))
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap(), name=f"mcp:{self.name}:idle")
+        return found
+
+    def _busy(self) -> ServerUnavailable:
+        return ServerUnavailable(
+            f"MCP server '{self.name}' has {self.config.max_identity_connections} identities' connections "
+            "busy (max_identity_connections); try again shortly"
+        )
 
     async def _reap(self) -> None:
         """Close the connections idle longer than `identity_idle_seconds`, until none is open."""
@@ -176,8 +210,11 @@ class IdentityConnections:
     async def _close(self, key: str) -> None:
         entry = self._open.pop(key, None)
         if entry is not None:
-            await entry.connection.stop()
-            log.info("mcp identity connection closed server=%s identity=%s", self.name, key)
+            await self._stopped(key, entry)
+
+    async def _stopped(self, key: str, entry: _Open) -> None:
+        await entry.connection.stop()
+        log.info("mcp identity connection closed server=%s identity=%s", self.name, key)
 
     def opened(self) -> list[str]:
         return sorted(self._open)
@@ -185,5 +222,15 @@ class IdentityConnections:
     async def stop(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
+        starting = list(self._starting.values())
+        for task in starting:
+            task.cancel()
+        await asyncio.gather(*starting, return_exceptions=True)
         for key in list(self._open):
             await self._close(key)
+
+
+def _retrieved(task: asyncio.Task[_Open]) -> None:
+    """A start whose callers all left: its failure is theirs, not an unhandled task error."""
+    if not task.cancelled():
+        task.exception()

@@ -17,14 +17,14 @@ from tests.support import make_config
 
 def test_long_words_are_cut_and_never_stemmed_or_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     stemmed: list[str] = []
-    real = index._STEMMER
+    real = index._stemmer()
 
     class Spy:
         def stemWord(self, word: str) -> str:
             stemmed.append(word)
             return str(real.stemWord(word))
 
-    monkeypatch.setattr(index, "_STEMMER", Spy())
+    monkeypatch.setattr(index, "_stemmer", Spy)
     words = tokenize("y" * 1_000_000 + " " + "z" * 40 + " weather")
     assert words[0] == "y" * MAX_WORD_CHARS and words[1] == "z" * 40 and words[2] == "weather"
     assert all(len(word) <= MAX_STEM_CHARS for word in stemmed), "the stemmer saw a long word"
@@ -36,14 +36,14 @@ def test_long_words_are_cut_and_never_stemmed_or_cached(monkeypatch: pytest.Monk
 
 def test_a_callers_made_up_words_are_stemmed_within_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     stemmed: list[str] = []
-    real = index._STEMMER
+    real = index._stemmer()
 
     class Spy:
         def stemWord(self, word: str) -> str:
             stemmed.append(word)
             return str(real.stemWord(word))
 
-    monkeypatch.setattr(index, "_STEMMER", Spy())
+    monkeypatch.setattr(index, "_stemmer", Spy)
     with index.stem_budget(100):
         words = tokenize(" ".join(f"madeup{i}ing" for i in range(1000)) + " Walking")
     assert len(stemmed) == 100 and words[-1] == "walking", "past the budget a word is only lower-cased"

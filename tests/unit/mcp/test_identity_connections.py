@@ -3,6 +3,7 @@ on identities' connections open at once (the least recently used idle one closes
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -87,3 +88,73 @@ async def test_identities_connections_are_bounded_and_the_idle_one_goes() -> Non
             pass
     await pool.stop()
     assert all(connection.stopped for connection in made)
+
+
+class GatedConnection(FakeConnection):
+    """Alice's connection starts only when the test says so, as a server that takes long to start (or never does)."""
+
+    starting = asyncio.Event()
+    release = asyncio.Event()
+
+    async def start(self) -> None:
+        if self.config.headers["Authorization"] == "Bearer alice-tok":
+            GatedConnection.starting.set()
+            await GatedConnection.release.wait()
+        self.started = True
+
+
+async def test_one_identitys_slow_start_is_that_identitys_wait_only() -> None:
+    GatedConnection.starting, GatedConnection.release = asyncio.Event(), asyncio.Event()
+    server = McpServerConfig.model_validate({**SERVER, "max_identity_connections": 4})
+    made: list[GatedConnection] = []
+
+    def connect(config: McpServerConfig) -> Any:
+        made.append(GatedConnection(config))
+        return made[-1]
+
+    pool = IdentityConnections("gh", server, FakeConnection(server), Identity("lister"), connect)
+    alice, bob, carol = (Identity(name, secrets={"GH": f"{name}-tok"}) for name in ("alice", "bob", "carol"))
+
+    async def call(who: Identity) -> Any:
+        async with pool.use(who) as connection:
+            return connection
+
+    await call(bob)  # Bob's connection is open before Alice's start
+    alices = asyncio.create_task(call(alice))
+    await GatedConnection.starting.wait()
+    # A guard against a hang, not a timing: before, both waited for Alice's start to end.
+    bobs = await asyncio.wait_for(call(bob), 10)
+    carols = await asyncio.wait_for(call(carol), 10)
+    assert bobs.started and carols.started and not alices.done(), "Bob and Carol answered while Alice's start ran"
+    again = asyncio.create_task(call(alice))  # Alice's second call joins her start under way
+    leaving = asyncio.create_task(call(alice))
+    await asyncio.sleep(0)
+    leaving.cancel()  # a caller that leaves does not cancel the start the others wait for
+    GatedConnection.release.set()
+    assert await alices is await again and (await alices).started
+    assert pool.opened() == ["alice", "bob", "carol"] and len(made) == 3
+    await pool.stop()
+    assert all(connection.stopped for connection in made)
+
+
+async def test_stopping_during_a_start_stops_the_connection_being_started() -> None:
+    GatedConnection.starting, GatedConnection.release = asyncio.Event(), asyncio.Event()
+    server = McpServerConfig.model_validate(SERVER)
+    made: list[GatedConnection] = []
+
+    def connect(config: McpServerConfig) -> Any:
+        made.append(GatedConnection(config))
+        return made[-1]
+
+    pool = IdentityConnections("gh", server, FakeConnection(server), Identity("lister"), connect)
+
+    async def call() -> None:
+        async with pool.use(Identity("alice", secrets={"GH": "alice-tok"})):
+            pass
+
+    waiting = asyncio.create_task(call())
+    await GatedConnection.starting.wait()
+    await pool.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, 10)  # a guard against a hang: before, the start went on after the stop
+    assert made[0].stopped and pool.opened() == []
