@@ -92,13 +92,17 @@ class Endpoints:
         return JSONResponse({"object": "list", "data": data})
 
     async def model(self, request: Request) -> Response:
+        """One model the caller may ask for; any other is the same 404 as an unknown one, naming only the caller's
+        own models, so a key learns nothing of aliases outside its `models`."""
+        identity = identity_of(request.scope)
         model_id: str = request.path_params["model_id"]
         alias = self.config.models.get(model_id)
-        if alias is not None:
-            return JSONResponse(_model(model_id, alias.provider))
-        if self.config.default_provider is not None:  # the default provider serves any other name
-            return JSONResponse(_model(model_id, self.config.default_provider))
-        known = ", ".join(sorted(self.config.models)) or "none"
+        if identity.allows_model(model_id):
+            if alias is not None:
+                return JSONResponse(_model(model_id, alias.provider))
+            if self.config.default_provider is not None:  # the default provider serves any other name
+                return JSONResponse(_model(model_id, self.config.default_provider))
+        known = ", ".join(sorted(name for name in self.config.models if identity.allows_model(name))) or "none"
         message = f"The model '{model_id}' does not exist here. Models: {known}."
         return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
 
