@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from app.core.catalog import Catalog, ToolEntry, ToolScope
+from app.core.model import Native
 from app.discovery.index import CLIENT_INDEX_CHARS, CLIENT_STEM_BUDGET, stem_budget
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery
@@ -99,13 +102,53 @@ def _digest(entries: Sequence[ToolEntry]) -> bytes:
 
 
 def client_bytes(entries: Sequence[ToolEntry], discovery: Discovery) -> int:
-    """About what an indexed list of client tools holds: their definitions, held twice (entry and wire form), and
-    its index, measured at under 4 KB per distinct word (postings, IDF, the server document's postings)."""
-    definitions = sum(
-        len(json.dumps(entry.definition, ensure_ascii=False, separators=(",", ":"), default=str)) for entry in entries
+    """What an indexed list of client tools holds, in the bytes Python uses (`sys.getsizeof`): a character of
+    Cyrillic text takes 2 bytes and one outside the first plane 4, so counting characters let non-ASCII lists hold
+    several times their share. Its definitions and texts (each object once), a margin per tool for the entry and
+    the wire forms made when it is sent, its index (under 4 KB per distinct word: postings, IDF, the server
+    document's postings) and the tables the discovery copied from the shared one beside it (by name, by group),
+    which grow with the catalog, not with the list: one small tool beside 10,000 MCP tools still holds them."""
+    seen: set[int] = set()
+    texts = json_bytes(
+        [
+            value
+            for entry in entries
+            for value in (entry.name, entry.description, entry.parameters, entry.definition, entry.native)
+        ],
+        seen,
     )
     words = discovery.index.parts[-1].word_count  # the client tools are the last part
-    return 2 * definitions + 4096 * words + 1024 * len(entries)
+    return texts + 4096 * words + 1024 * len(entries) + _own_tables(discovery, seen)
+
+
+def json_bytes(values: Iterable[object], seen: set[int]) -> int:
+    """The bytes of JSON-like values (dicts, lists, texts, numbers; a client tool's wire form), each object counted
+    once across calls that share `seen`; other objects count their own size, not what they refer to."""
+    total = 0
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        total += sys.getsizeof(value)
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+        elif isinstance(value, Native):
+            stack.append(value.value)
+    return total
+
+
+def _own_tables(discovery: Discovery, seen: set[int]) -> int:
+    """The containers and texts `discovery` made for itself (the lists by original name are copies; those by
+    group are the shared discovery's); the entries in them are counted with their own lists."""
+    tables: list[dict[str, Any]] = [discovery.by_name, discovery.by_original_name, discovery.by_group]
+    total = sum(sys.getsizeof(table) for table in tables) + sys.getsizeof(discovery.groups)
+    total += sum(sys.getsizeof(found) for found in discovery.by_original_name.values())
+    return total + json_bytes([discovery.manifest, discovery.definition], seen)
 
 
 Key = tuple[int, ToolScope, str, str, bytes]
