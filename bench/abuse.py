@@ -8,7 +8,8 @@ non-zero if any row fails.
 
     python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
 
-`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog.
+`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog,
+and the cache of client-tool indexes against its byte bound (`--only "lists of"` those two rows alone).
 """
 
 from __future__ import annotations
