@@ -11,9 +11,8 @@ import hashlib
 import json
 import sys
 import threading
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from app.core.catalog import Catalog, ToolEntry, ToolScope
 from app.core.model import Native
@@ -143,11 +142,14 @@ def json_bytes(values: Iterable[object], seen: set[int]) -> int:
 
 
 def _own_tables(discovery: Discovery, seen: set[int]) -> int:
-    """The containers and texts `discovery` made for itself (the lists by original name are copies; those by
-    group are the shared discovery's); the entries in them are counted with their own lists."""
-    tables: list[dict[str, Any]] = [discovery.by_name, discovery.by_original_name, discovery.by_group]
-    total = sum(sys.getsizeof(table) for table in tables) + sys.getsizeof(discovery.groups)
-    total += sum(sys.getsizeof(found) for found in discovery.by_original_name.values())
+    """The tables and texts `discovery` made for itself: beside a shared discovery, its own layer of each table
+    (the shared one's are not its own); the entries in them are counted with their own lists."""
+    total = sys.getsizeof(discovery.groups)
+    for table in (discovery.by_name, discovery.by_original_name, discovery.by_group):
+        own = table.maps[:-1] if isinstance(table, ChainMap) else [table]
+        total += sum(sys.getsizeof(layer) for layer in own)
+        if table is discovery.by_original_name:
+            total += sum(sys.getsizeof(found) for layer in own for found in layer.values())
     return total + json_bytes([discovery.manifest, discovery.definition], seen)
 
 
