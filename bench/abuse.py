@@ -8,7 +8,8 @@ non-zero if any row fails.
 
     python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
 
-`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog.
+`--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog,
+and the cache of client-tool indexes against its byte bound (`--only "lists of"` those two rows alone).
 """
 
 from __future__ import annotations
@@ -604,6 +605,94 @@ def _row(name: str, result: Result, elapsed: float, worst: float, before: float,
 # ---- end of the bounded-work block ----
 
 
+# ---- Client-tool index in real bytes: lists of deferred tools in Cyrillic against the cache's byte bound ----
+# Gateways of their own (the cache at the default 64 MiB, no search model), sent distinct lists of deferred tools in
+# Cyrillic (2 bytes a character in a Python text): 1 MB lists with no MCP server, then small lists beside the
+# 10,000-tool server, where each cached list also holds its copy of the catalog's tables by name. What the cache
+# holds must stay within 1.5 times its bound.
+
+CYRILLIC_LISTS, CYRILLIC_TOOLS, CYRILLIC_WORDS, CYRILLIC_CACHE_MB = 80, 100, 50, 64
+SMALL_LISTS = 150
+CYRILLIC_ROWS = (
+    f"client: {CYRILLIC_LISTS} lists of 1 MB Cyrillic deferred tools, cache {CYRILLIC_CACHE_MB} MiB",
+    f"client: {SMALL_LISTS} lists of 2 small Cyrillic tools beside {CATALOG_TOOLS:,} MCP tools, cache "
+    f"{CYRILLIC_CACHE_MB} MiB",
+)
+_CYRILLIC = "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"
+
+
+def cyrillic_body(seed: int, tools: int = CYRILLIC_TOOLS, words_each: int = 640) -> str:
+    """Cyrillic descriptions over a vocabulary of CYRILLIC_WORDS words, as a real tool list repeats its words
+    (100 tools of 640 words: about 1 MB in UTF-8); each seed a distinct list, so each is indexed and cached anew."""
+    letters = [_CYRILLIC[(seed * 7 + i * 13) % len(_CYRILLIC)] for i in range(4096)]
+    words = ["".join(letters[(i * 31 + j) % 4096] for j in range(4 + i % 7)) for i in range(CYRILLIC_WORDS)]
+    listed = [
+        {"type": "function", "defer_loading": True,
+         "function": {"name": f"s{seed}_t{i}", "parameters": {"type": "object"},
+                      "description": " ".join(words[(i * 97 + j * 7) % CYRILLIC_WORDS] for j in range(words_each))}}
+        for i in range(tools)
+    ]  # fmt: skip
+    return json.dumps({"model": "plain", "messages": [{"role": "user", "content": "hi"}], "tools": listed})
+
+
+async def cyrillic_rows(upstream_port: int, log_dir: Path, only: str) -> list[list[str]]:
+    """Each row's RSS before and after its lists, against 1.5 times the cache's bound; /healthz polled."""
+    cache = {"client_index_cache_mb": CYRILLIC_CACHE_MB, "semantic": {"enabled": False}}
+    alone = {
+        "providers": {"hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET}},
+        "default_provider": "hostile",
+        "tool_discovery": cache,
+    }
+    beside = {**catalog_config(upstream_port), "default_provider": "hostile", "tool_discovery": cache}
+    runs = [
+        (CYRILLIC_ROWS[0], alone, 0, [cyrillic_body(seed) for seed in range(CYRILLIC_LISTS)]),
+        (CYRILLIC_ROWS[1], beside, CATALOG_TOOLS - 1, [cyrillic_body(seed, 2, 40) for seed in range(SMALL_LISTS)]),
+    ]
+    return [
+        await _cyrillic_row(name, config, tools, bodies, log_dir)
+        for name, config, tools, bodies in runs
+        if only in name or only == BOUNDED
+    ]
+
+
+async def _cyrillic_row(name: str, config: dict[str, Any], tools: int, bodies: list[str], log_dir: Path) -> list[str]:
+    port = free_port()
+    with (log_dir / "cyrillic-gateway.log").open("a") as log:
+        gateway, _ = start_gateway(config, port, dict(os.environ), log)
+    poller: HealthPoller | None = None
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            started = time.monotonic()
+            while tools and await _big_tools(http) < tools:
+                if gateway.poll() is not None or time.monotonic() - started > 300:
+                    raise SystemExit("the gateway beside the catalog did not start")
+                await asyncio.sleep(0.1)
+            await asyncio.to_thread(wait_until_up, f"http://127.0.0.1:{port}/healthz", gateway)
+            bench = Bench(http, Upstream(), port)
+            await bench.post(cyrillic_body(-1))  # warm-up: imports, the worker pool, the index's first use
+            poller = HealthPoller(port)
+            await asyncio.sleep(1.0)
+            before, begun = rss_mb(gateway.pid), time.monotonic()
+            answers = [await bench.post(body) for body in bodies]
+            took = time.monotonic() - begun
+            after = rss_mb(gateway.pid)
+            worst, answered = await poller.worst(begun, begun + took)
+        result = judged(answers, 200)
+        allowed = 1.5 * CYRILLIC_CACHE_MB * 1.048576  # MiB in MB
+        result.expect(answered, "/healthz did not answer 200")
+        result.expect(after - before <= allowed, f"memory +{after - before:.0f} MB > {allowed:.0f} MB")
+        result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
+        return _row(name, result, took, worst, before, after)
+    finally:
+        if poller is not None:
+            poller.close()
+        gateway.terminate()
+        gateway.wait(15)
+
+
+# ---- end of the client-tool index block ----
+
+
 POLLER = """
 import http.client, sys, time
 connection = None
@@ -767,6 +856,8 @@ async def main() -> int:
         poller.close()
         if args.only in CATALOG_ROWS or args.only == BOUNDED:
             rows.extend(await catalog_rows(upstream_port, log_path.parent))
+        if any(args.only in name for name in CYRILLIC_ROWS) or args.only == BOUNDED:
+            rows.extend(await cyrillic_rows(upstream_port, log_path.parent, args.only))
     finally:
         gateway.terminate()
         gateway.wait(15)

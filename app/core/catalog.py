@@ -164,14 +164,15 @@ def _apply_selection(server: ServerTools, selection: ServerSelection, tool_set: 
 
 
 def client_entries(tools: list[ClientTool], reserved: Mapping[str, ToolEntry]) -> list[ToolEntry]:
-    """The client's tools as entries; a name that collides with an exposed tool is refused."""
+    """The client's tools as entries; a name that collides with a tool in `reserved` (the MCP tools the caller
+    may see, never the whole catalog: a refusal must not tell a caller of tools outside its set) is refused."""
     entries: list[ToolEntry] = []
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         name = tool.spec.name
         if name in reserved or name == SEARCH_TOOL_NAME:
             raise RequestRefused(
-                f"Client tool {name!r} collides with a tool name the gateway exposes; rename it.",
+                f"Client tool {name!r} collides with a tool this gateway offers this request; rename it.",
                 param=f"tools[{index}].function.name",
                 code="tool_name_collision",
             )

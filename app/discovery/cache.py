@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from collections.abc import Iterable, Sequence
 
 from app.core.catalog import Catalog, ToolEntry, ToolScope
+from app.core.model import Native
 from app.discovery.index import CLIENT_INDEX_CHARS, CLIENT_STEM_BUDGET, stem_budget
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery
@@ -99,13 +101,56 @@ def _digest(entries: Sequence[ToolEntry]) -> bytes:
 
 
 def client_bytes(entries: Sequence[ToolEntry], discovery: Discovery) -> int:
-    """About what an indexed list of client tools holds: their definitions, held twice (entry and wire form), and
-    its index, measured at under 4 KB per distinct word (postings, IDF, the server document's postings)."""
-    definitions = sum(
-        len(json.dumps(entry.definition, ensure_ascii=False, separators=(",", ":"), default=str)) for entry in entries
+    """What an indexed list of client tools holds, in the bytes Python uses (`sys.getsizeof`), not characters (a
+    Cyrillic character takes 2 bytes, one outside the first plane 4): its definitions and texts (each object once),
+    a margin per tool for the entry and the wire forms made when it is sent, its index (under 4 KB per distinct
+    word: postings, IDF, the server document's postings) and its own layer of the discovery's tables. Counting
+    only the list once missed tables copied from the shared discovery: a list of 2 small tools beside 10,000 MCP
+    tools counted 0.1 MB and held 1.2 MB."""
+    seen: set[int] = set()
+    texts = json_bytes(
+        [
+            value
+            for entry in entries
+            for value in (entry.name, entry.description, entry.parameters, entry.definition, entry.native)
+        ],
+        seen,
     )
     words = discovery.index.parts[-1].word_count  # the client tools are the last part
-    return 2 * definitions + 4096 * words + 1024 * len(entries)
+    return texts + 4096 * words + 1024 * len(entries) + _own_tables(discovery, seen)
+
+
+def json_bytes(values: Iterable[object], seen: set[int]) -> int:
+    """The bytes of JSON-like values (dicts, lists, texts, numbers; a client tool's wire form), each object counted
+    once across calls that share `seen`; other objects count their own size, not what they refer to."""
+    total = 0
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        total += sys.getsizeof(value)
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+        elif isinstance(value, Native):
+            stack.append(value.value)
+    return total
+
+
+def _own_tables(discovery: Discovery, seen: set[int]) -> int:
+    """The tables and texts `discovery` made for itself: beside a shared discovery, its own layer of each table
+    (the shared one's are not its own); the entries in them are counted with their own lists."""
+    total = sys.getsizeof(discovery.groups)
+    for table in (discovery.by_name, discovery.by_original_name, discovery.by_group):
+        own = table.maps[:-1] if isinstance(table, ChainMap) else [table]
+        total += sum(sys.getsizeof(layer) for layer in own)
+        if table is discovery.by_original_name:
+            total += sum(sys.getsizeof(found) for layer in own for found in layer.values())
+    return total + json_bytes([discovery.manifest, discovery.definition], seen)
 
 
 Key = tuple[int, ToolScope, str, str, bytes]

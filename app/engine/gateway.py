@@ -136,7 +136,7 @@ class Gateway:
             scope = tool_scope(caller.identity, request.tool_set, self.mcp.catalog, config)
             if caller.upstream_key and any(provider.forward_client_auth for provider in config.providers.values()):
                 redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
-            route = self.router.route(request.model, caller.upstream_key)
+            route = self.router.route(request.model, caller.upstream_key, caller.identity.allows_model)
             trace = spans.routed(trace, config, route.provider.name)
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)

@@ -177,7 +177,7 @@ def prepare_request_tools(
     the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set."""
     scope = request.tool_set if scope is None else scope
     mcp = select_mcp_tools(catalog, config, scope)
-    client = client_entries(request.tools, catalog.tools)
+    client = client_entries(request.tools, {entry.name: entry for entry in mcp})
     enabled = config.tool_discovery.enabled
     if enabled:
         client = auto_deferred(client, config.tool_discovery.auto_defer_client_tools, request.options.tool_choice)

@@ -51,15 +51,18 @@ class Router:
         # takes under its own names) and OpenAI pass-through.
         self.defaults = {name: options_of(alias.params) for name, alias in config.models.items() if alias.params}
 
-    def route(self, model: str, client_key: str | None = None) -> Route:
+    def route(self, model: str, client_key: str | None = None, allows: Callable[[str], bool] | None = None) -> Route:
         """Where `model` goes. `client_key` (the caller's bearer token) is used only by providers configured
-        with `forward_client_auth`, and then instead of the configured key, never beside it."""
+        with `forward_client_auth`, and then instead of the configured key, never beside it. `allows` says which
+        aliases the caller may use: a fallback it may not is skipped, so a failing model never hands the request
+        to one the caller's key does not open."""
         alias = self.config.models.get(model)
         if alias is not None:
             provider = self._provider(alias.provider, client_key)
-            if alias.fallbacks:
+            usable = [name for name in alias.fallbacks if allows is None or allows(name)]
+            if usable:
                 chain = [(provider, alias.model)]
-                for name in alias.fallbacks:
+                for name in usable:
                     fallback = self.config.models[name]
                     chain.append((self._provider(fallback.provider, client_key), fallback.model))
                 provider = FallbackProvider(chain)

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.gateway import Gateway
-from app.server.auth import ApiKeyMiddleware
+from app.server.auth import ApiKeyMiddleware, Operators
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.endpoints import Endpoints, Handler
 from app.server.mcp_http import HttpFront
@@ -110,7 +110,7 @@ def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
     config = gateway.config
     app = JsonBodies(app)
     if gateway.identities:
-        app = ApiKeyMiddleware(app, gateway.identities)
+        app = ApiKeyMiddleware(app, gateway.identities, Operators(config.auth))
     if config.cors_origins:
         app = CORSMiddleware(
             app,

@@ -15,10 +15,13 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.config import AuthConfig
 from app.identity import SCOPE_KEY, Identities, Identity
 from app.server.routes import ADMIN, CONSOLE, shape_for
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+# Operators' views: an admin key opens them beside the gateway keys (a scraper holds an admin key, not a caller's).
+OPERATOR_PATHS = frozenset({"/metrics"})
 # The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
 OWN_GUARD = (CONSOLE.prefix, ADMIN.prefix + "/")
 
@@ -30,14 +33,37 @@ def identify(token: bytes, keys: list[bytes]) -> Identity | None:
     return Identity.for_key(token) if any(matches) else None
 
 
+def sent_keys(scope: Scope) -> list[bytes]:
+    """The keys a request presents: its Bearer token and its `x-api-key`, those that are not empty."""
+    headers = dict(scope.get("headers") or [])
+    scheme, _, bearer = headers.get(b"authorization", b"").partition(b" ")
+    sent = [bearer.strip() if scheme.lower() == b"bearer" else b"", headers.get(b"x-api-key", b"").strip()]
+    return [token for token in sent if token]
+
+
+class Operators:
+    """The admin keys (`auth.admin_keys`): whoever presents one sees what concerns every identity, where a
+    gateway key sees its own (/metrics) or none (/healthz)."""
+
+    def __init__(self, auth: AuthConfig) -> None:
+        self.keys = [key.encode() for key in auth.admin_keys if key]
+
+    def present(self, scope: Scope) -> bool:
+        return any(identify(token, self.keys) is not None for token in sent_keys(scope)) if self.keys else False
+
+
 class ApiKeyMiddleware:
-    def __init__(self, app: ASGIApp, identities: Identities) -> None:
+    def __init__(self, app: ASGIApp, identities: Identities, operators: Operators | None = None) -> None:
         self.app = app
         self.identities = identities
+        self.operators = operators
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OWN_GUARD) or self._allowed(scope):
+            await self.app(scope, receive, send)
+            return
+        if path in OPERATOR_PATHS and self.operators is not None and self.operators.present(scope):
             await self.app(scope, receive, send)
             return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>' (or 'x-api-key') with a gateway key."
@@ -48,10 +74,7 @@ class ApiKeyMiddleware:
 
     def _allowed(self, scope: Scope) -> bool:
         """A gateway key was sent; its identity is recorded in the scope for what runs after."""
-        headers = dict(scope.get("headers") or [])
-        scheme, _, bearer = headers.get(b"authorization", b"").partition(b" ")
-        sent = [bearer.strip() if scheme.lower() == b"bearer" else b"", headers.get(b"x-api-key", b"").strip()]
-        for token in filter(None, sent):
+        for token in sent_keys(scope):
             identity = self.identities.identify(token)
             if identity is not None:
                 scope[SCOPE_KEY] = identity

@@ -20,6 +20,7 @@ from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
 from app.identity import identity_of
 from app.server.admin import AdminApi
+from app.server.auth import Operators
 from app.server.mcp_http import HttpFront
 from app.server.observability import METRICS_CONTENT_TYPE, exposition
 from app.server.responses_routes import ResponsesApi
@@ -39,6 +40,7 @@ class Endpoints:
         self.messages_front = MessagesFront()
         self.responses = ResponsesApi(gateway)
         self.admin = AdminApi(gateway)
+        self.operators = Operators(self.config.auth)
 
     def handler(self, name: str) -> Handler:
         """The handler a route table entry names: a method here, `responses.NAME`, `admin.page` or `admin.NAME`."""
@@ -62,8 +64,12 @@ class Endpoints:
     async def count_tokens(self, request: Request) -> Response:
         return await serve_count(self.gateway, request, self.messages_front)
 
-    async def healthz(self, _: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
+        """Probes ask without a key, so this names no identity: a server with a connection per identity shows how
+        many are open; an admin key (as in the admin API's `/admin/servers`) sees whose."""
         servers = self.gateway.mcp.health()
+        if not self.operators.present(request.scope):
+            servers = {name: _unnamed(server) for name, server in servers.items()}
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
         status = "ok" if up else "degraded"
         return JSONResponse({"status": status, "servers": servers, "search": self.gateway.semantic.status()})
@@ -81,8 +87,12 @@ class Endpoints:
         body = {"status": "ready" if not problems else "not ready", "problems": problems}
         return JSONResponse(body, 200 if not problems else 503)
 
-    async def metrics(self, _: Request) -> Response:
-        return Response(exposition(self.gateway.metrics), media_type=METRICS_CONTENT_TYPE)
+    async def metrics(self, request: Request) -> Response:
+        """Every series for an admin key (a scraper's) or without gateway keys; a gateway key sees the gateway's
+        own series and its identity's, never another identity's."""
+        everything = not self.gateway.identities or self.operators.present(request.scope)
+        only = None if everything else identity_of(request.scope).id
+        return Response(exposition(self.gateway.metrics, only), media_type=METRICS_CONTENT_TYPE)
 
     async def models(self, request: Request) -> Response:
         """The aliases the caller may ask for (an identity with `models` sees those of its list)."""
@@ -95,16 +105,20 @@ class Endpoints:
         return JSONResponse({"object": "list", "data": data})
 
     async def model(self, request: Request) -> Response:
+        """One model the caller may ask for; any other is the same 404 as an unknown one, naming only the caller's
+        own models, so a key learns nothing of aliases outside its `models`."""
         refused = await self._admitted(request)
         if refused is not None:
             return refused
+        identity = identity_of(request.scope)
         model_id: str = request.path_params["model_id"]
         alias = self.config.models.get(model_id)
-        if alias is not None:
-            return JSONResponse(_model(model_id, alias.provider))
-        if self.config.default_provider is not None:  # the default provider serves any other name
-            return JSONResponse(_model(model_id, self.config.default_provider))
-        known = ", ".join(sorted(self.config.models)) or "none"
+        if identity.allows_model(model_id):
+            if alias is not None:
+                return JSONResponse(_model(model_id, alias.provider))
+            if self.config.default_provider is not None:  # the default provider serves any other name
+                return JSONResponse(_model(model_id, self.config.default_provider))
+        known = ", ".join(sorted(name for name in self.config.models if identity.allows_model(name))) or "none"
         message = f"The model '{model_id}' does not exist here. Models: {known}."
         return JSONResponse(error_body(message, "invalid_request_error", "model", "model_not_found"), 404)
 
@@ -124,6 +138,14 @@ class Endpoints:
         from fastapi.openapi.docs import get_swagger_ui_html  # the page's HTML only; imported when docs are on
 
         return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{TITLE} - Swagger UI")
+
+
+def _unnamed(server: dict[str, Any]) -> dict[str, Any]:
+    """A server's health without the names of the identities it has connections for: their number."""
+    if "identities" not in server:
+        return server
+    shown = {key: value for key, value in server.items() if key != "identities"}
+    return {**shown, "identity_connections": len(server["identities"])}
 
 
 def _model(model_id: str, owner: str) -> dict[str, Any]:

@@ -8,14 +8,18 @@ here (its request id, secrets redacted) is app/logs.py's; the counters themselve
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from app import redaction
 from app.engine.metrics import Metrics
@@ -24,14 +28,29 @@ from app.logs import install_log_hooks
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-def exposition(metrics: Metrics) -> bytes:
+def exposition(metrics: Metrics, only: str | None = None) -> bytes:
     """This gateway's counters; under `serve --workers N`, every worker's, summed (each writes its own to files in
-    PROMETHEUS_MULTIPROC_DIR, which `serve` sets), so a scrape is the same whichever worker answers it."""
+    PROMETHEUS_MULTIPROC_DIR, which `serve` sets), so a scrape is the same whichever worker answers it. With
+    `only` (an identity id), the series labelled with another identity are left out."""
+    source: Collector = metrics.registry
     if os.path.isdir(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")):
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        return generate_latest(registry)
-    return generate_latest(metrics.registry)
+        source = CollectorRegistry()
+        MultiProcessCollector(source)  # type: ignore[no-untyped-call]
+    return generate_latest(source if only is None else OwnSeries(source, only))
+
+
+class OwnSeries(Collector):
+    """`source`'s metrics without the series of identities other than `identity`: what a gateway key may see."""
+
+    def __init__(self, source: Collector, identity: str) -> None:
+        self.source = source
+        self.identity = identity
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self.source.collect():
+            kept = copy.copy(family)
+            kept.samples = [s for s in family.samples if s.labels.get("identity", self.identity) == self.identity]
+            yield kept
 
 
 class TextFormatter(logging.Formatter):

@@ -23,6 +23,7 @@ from tests.support.mcp import mcp_client, names, text
 
 ECHO = ROOT / "tests" / "servers" / "echo_identity.py"
 SECRETS = {"alice": "alice-secret-1", "bob": "bob-secret-2"}
+ADMIN = {"authorization": "Bearer gw-admin"}
 
 
 def _fingerprint(value: str) -> str:
@@ -64,7 +65,8 @@ def gateway(scripted: ScriptedUpstream, echo_http: str, tmp_path_factory: pytest
                 {"name": "alice", "key": "gw-alice", "secrets": {"ECHO_TOKEN": SECRETS["alice"]}},
                 {"name": "bob", "key": "gw-bob", "secrets": {"ECHO_TOKEN": SECRETS["bob"]}},
                 {"name": "carol", "key": "gw-carol"},
-            ]
+            ],
+            "admin_keys": ["gw-admin"],
         },
     )
     path: Path = tmp_path_factory.mktemp("credentials") / "config.json"
@@ -117,8 +119,22 @@ async def test_the_mcp_front_calls_on_the_callers_own_connection(gateway: str) -
 
 def test_an_idle_identitys_connection_closes(gateway: str, scripted: ScriptedUpstream) -> None:
     _whoami(gateway, scripted, "gw-bob", "echo__whoami")
-    assert httpx.get(f"{gateway}/healthz").json()["servers"]["echo"]["identities"] == ["bob"]
+
+    def opened() -> list[str]:
+        names: list[str] = httpx.get(f"{gateway}/healthz", headers=ADMIN).json()["servers"]["echo"]["identities"]
+        return names
+
+    assert opened() == ["bob"]
     deadline = time.monotonic() + 10
-    while httpx.get(f"{gateway}/healthz").json()["servers"]["echo"]["identities"] and time.monotonic() < deadline:
+    while opened() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert httpx.get(f"{gateway}/healthz").json()["servers"]["echo"]["identities"] == []
+    assert opened() == []
+
+
+def test_healthz_names_no_identity_but_to_an_admin_key(gateway: str, scripted: ScriptedUpstream) -> None:
+    _whoami(gateway, scripted, "gw-bob", "echo__whoami")
+    for headers in ({}, {"authorization": "Bearer gw-bob"}):
+        shown = httpx.get(f"{gateway}/healthz", headers=headers)
+        assert shown.status_code == 200 and "bob" not in shown.text, "a probe's view names no identity"
+        assert shown.json()["servers"]["echo"]["identity_connections"] == 1
+    assert httpx.get(f"{gateway}/healthz", headers=ADMIN).json()["servers"]["echo"]["identities"] == ["bob"]

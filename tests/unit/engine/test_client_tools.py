@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import Upstream, chat_body, completion, engine_request
+from tests.support import Upstream, chat_body, completion, engine_request, make_config
 
 LOOKUP = {
     "type": "function",
@@ -127,3 +127,27 @@ async def test_deferred_client_tools_reuse_the_shared_mcp_index(upstream: Upstre
     assert with_client.discovery.index.first is plain.discovery.index, "the MCP index is shared, not rebuilt"
     assert with_client.discovery.manifest.startswith(plain.discovery.manifest)
     assert with_client.discovery.manifest.endswith("- client (1 tool): ship_order\n  Tools of the calling application")
+
+
+async def test_the_collision_check_names_only_tools_the_caller_can_see(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    keys = [{"name": "alice", "key": "gw-alice", "tool_set": "money"}]
+    client, _ = await gateway_factory(make_config(auth={"api_keys": keys}))
+    alice = {"authorization": "Bearer gw-alice"}
+
+    def tool(name: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+    upstream.script(completion("fine"))
+    outside = await client.post(
+        "/v1/chat/completions", json=chat_body("x", tools=[tool("weather__get_forecast")]), headers=alice
+    )
+    assert outside.status_code == 200, "a tool outside alice's set is not hers to collide with, nor to learn of"
+    assert upstream.tool_names(0)[0] == "weather__get_forecast", "her own tool of that name is the one sent"
+    inside = await client.post(
+        "/v1/chat/completions", json=chat_body("x", tools=[tool("finance__convert_currency")]), headers=alice
+    )
+    assert inside.status_code == 400 and inside.json()["error"]["code"] == "tool_name_collision"
+    assert "'finance__convert_currency'" in inside.json()["error"]["message"]
+    assert len(upstream.requests) == 1

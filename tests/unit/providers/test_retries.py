@@ -147,3 +147,41 @@ async def test_forward_client_auth_sends_the_callers_key_instead(upstream: Upstr
     missing = await client.post("/v1/chat/completions", json=body)
     assert missing.status_code == 401 and "Authorization: Bearer" in missing.json()["error"]["message"]
     assert len(upstream.requests) == 1
+
+
+async def test_a_fallback_outside_the_identitys_models_is_never_used(
+    upstream: Upstream, gateway_factory: Any, sleeps: list[float]
+) -> None:
+    models = {
+        "fast2": {"provider": "up", "model": "small-model", "fallbacks": ["smart"]},
+        "smart": {"provider": "second", "model": "big-model"},
+    }
+    keys = [{"name": "alice", "key": "gw-alice", "models": ["fast2"]}, {"name": "bob", "key": "gw-bob"}]
+    settings = parse_config(
+        {
+            "providers": {
+                "up": {"base_url": UPSTREAM, "api_key": "k", "max_retries": 0},
+                "second": {"base_url": SECOND, "api_key": "k2", "max_retries": 0},
+            },
+            "models": models,
+            "auth": {"api_keys": keys},
+        },
+        environ={},
+    )
+    client, _ = await gateway_factory(settings, targets={})
+    with mock_upstreams() as mocked:
+        smart = mocked.post(f"{SECOND}/chat/completions").mock(
+            return_value=httpx.Response(200, json=completion("smart"))
+        )
+        mocked.post(f"{UPSTREAM}/chat/completions").mock(side_effect=upstream._answer)
+        for stream in (False, True):
+            upstream.script(busy(503))
+            body = {**chat_body("x", stream=stream), "model": "fast2"}
+            answer = await client.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer gw-alice"})
+            assert answer.status_code == 503 and "busy 503" in answer.text and "smart" not in answer.text
+        assert not smart.called, "alice's key does not open `smart`: its upstream is never called"
+        upstream.script(busy(503))
+        body = {**chat_body("x"), "model": "fast2"}
+        answer = await client.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer gw-bob"})
+        assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "smart"
+        assert smart.call_count == 1, "a key allowed every model still falls back"

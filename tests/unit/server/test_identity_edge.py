@@ -67,3 +67,21 @@ async def test_the_models_list_shows_an_identity_its_own_models(gateway_factory:
     assert [model["id"] for model in listed.json()["data"]] == ["fast"]
     everything = await client.get("/v1/models", headers={"authorization": "Bearer gw-plain"})
     assert [model["id"] for model in everything.json()["data"]] == ["fast", "smart"]
+
+
+async def test_a_model_outside_the_identitys_list_is_not_found(gateway_factory: Any) -> None:
+    models = {"fast": {"provider": "up", "model": "a"}, "smart": {"provider": "up", "model": "b"}}
+    keys = [{"name": "alice", "key": "gw-alice", "models": ["fast"]}, "gw-plain"]
+    client, _ = await gateway_factory(make_config(auth={"api_keys": keys}, models=models))
+    alice = {"authorization": "Bearer gw-alice"}
+    assert (await client.get("/v1/models/fast", headers=alice)).json()["id"] == "fast"
+    hidden = await client.get("/v1/models/smart", headers=alice)
+    unknown = await client.get("/v1/models/nothing-by-this-name", headers=alice)
+    for answer in (hidden, unknown):
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "model_not_found"
+        assert "smart" not in answer.json()["error"]["message"].replace("'smart'", "")
+    assert hidden.json()["error"]["message"] == unknown.json()["error"]["message"].replace(
+        "nothing-by-this-name", "smart"
+    )
+    plain = await client.get("/v1/models/smart", headers={"authorization": "Bearer gw-plain"})
+    assert plain.status_code == 200 and plain.json()["id"] == "smart"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -83,3 +84,32 @@ async def test_json_log_lines_carry_the_request_fields(
     record = next(r for r in caplog.records if getattr(r, "event", None) == "request")
     line = json.loads(JsonFormatter().format(record))
     assert line["event"] == "request" and line["id"] == "r-7" and line["status"] == 200 and line["rounds"] == 1
+
+
+async def test_metrics_show_a_gateway_key_its_own_identity_and_an_admin_key_every_one(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    keys = [{"name": "alice", "key": "gw-alice"}, {"name": "bob", "key": "gw-bob"}, "gw-plain"]
+    client, _ = await gateway_factory(make_config(auth={"api_keys": keys, "admin_keys": ["gw-admin"]}))
+    for key in ("gw-alice", "gw-bob", "gw-plain"):
+        upstream.script(completion("ok"))
+        sent = await client.post(
+            "/v1/chat/completions", json=chat_body("x"), headers={"authorization": f"Bearer {key}"}
+        )
+        assert sent.status_code == 200
+
+    def identities(text: str) -> set[str]:
+        return {line.split('identity="', 1)[1].split('"', 1)[0] for line in text.splitlines() if 'identity="' in line}
+
+    alice = await client.get("/metrics", headers={"authorization": "Bearer gw-alice"})
+    assert alice.status_code == 200 and identities(alice.text) == {"alice"}
+    assert 'toolsift_requests_total{status="200",stream="false"} 3.0' in alice.text, "the gateway's own series stay"
+    plain = await client.get("/metrics", headers={"x-api-key": "gw-plain"})
+    assert identities(plain.text) == {"key-" + hashlib.sha256(b"gw-plain").hexdigest()[:16]}
+    scraper = await client.get("/metrics", headers={"authorization": "Bearer gw-admin"})
+    assert scraper.status_code == 200 and identities(scraper.text) >= {"alice", "bob"}
+    assert (await client.get("/metrics")).status_code == 401
+    assert (await client.get("/metrics", headers={"authorization": "Bearer nope"})).status_code == 401
+    assert (
+        await client.post("/v1/chat/completions", json=chat_body("x"), headers={"authorization": "Bearer gw-admin"})
+    ).status_code == 401, "an admin key opens the operators' views only"
