@@ -90,6 +90,11 @@ class McpLimitsConfig(Strict):
         ge=65536,
         description="a server's message (a stdio line, an HTTP answer or event) over this ends its connection",
     )
+    max_call_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=65536,
+        description="a remote server's answer stream for one request (its events in all) over this fails that request",
+    )
     rebuild_interval_seconds: float = Field(
         1.0, ge=0, description="tool-list changes within this interval cost one catalog rebuild"
     )
