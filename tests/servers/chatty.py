@@ -1,8 +1,9 @@
-"""An MCP server (stdio, or over HTTP with tests/support/remote.py) that talks too much: long log messages, floods
-of log notifications within one call, and megabytes of stderr."""
+"""An MCP server that talks too much: long log messages, floods of log notifications within one call, and megabytes
+of stderr. Over stdio; over streamable HTTP on 127.0.0.1 with `CHATTY_HTTP_PORT` (or tests/support/remote.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from fastmcp import Context, FastMCP
@@ -12,9 +13,11 @@ mcp = FastMCP("chatty")
 
 @mcp.tool
 async def shout(ctx: Context, size: int = 65536, count: int = 1) -> str:
-    """Send `count` log messages of `size` characters each, then answer."""
+    """Send `count` log messages of `size` digits each (plain text: what Rich's highlighter was slowest on), then
+    answer."""
     for i in range(count):
-        await ctx.info(f"message {i}: " + "x" * size)
+        text = f"message {i}: " + "1" * size
+        await ctx.session.send_log_message(level="info", data=text, related_request_id=ctx.request_id)
     return f"sent {count}"
 
 
@@ -45,4 +48,8 @@ def echo(text: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False, log_level="WARNING")
+    port = os.environ.get("CHATTY_HTTP_PORT")
+    if port:
+        mcp.run(transport="http", host="127.0.0.1", port=int(port), show_banner=False, log_level="WARNING")
+    else:
+        mcp.run(show_banner=False, log_level="WARNING")
