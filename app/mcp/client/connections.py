@@ -22,6 +22,7 @@ from app.mcp.client.connection import ServerConnection
 from app.mcp.client.identities import connect_all
 from app.mcp.client.pool import ServerPool
 from app.mcp.client.results import error_text, redacted, result_text
+from app.mcp.client.server_log import quiet_sdk_logs
 from app.mcp.client.signals import describe_exception
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.offload import off_loop
@@ -44,6 +45,7 @@ class McpManager:
         self.config = config
         self._on_call = on_call
         self._on_dropped = on_dropped  # what servers said that the log did not take (stderr, log messages)
+        quiet_sdk_logs()  # the SDK logs once per bad message a server sends: within a budget
         self.on_started: Callable[[str, str], None] | None = None  # progress: (server, state) as each one settles
         # Run in the worker pool with each new catalog before it is published (indexes, manifests): a request
         # never finds a catalog whose discovery is still to build.

@@ -63,6 +63,39 @@ class ServerLog:
         log.log(level, "mcp server log %s %s", head, text, extra={"fields": fields, "event": "mcp server log"})
 
 
+class SdkRecords(logging.Filter):
+    """The MCP SDK's own client loggers log once per bad message a server sends (a notification that fails
+    validation, with its traceback; an SSE event it cannot parse; an unknown event type, named in the line): one
+    such record per message would let a server fill the log. Within LOG_RATE a second (a burst of LOG_BURST) for
+    them all, each cut at LOG_TEXT_CHARS; the next one that passes says how many were dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chatter = Chatter(LOG_RATE, LOG_BURST)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.chatter.allow():
+            self.chatter.drop()
+            return False
+        dropped, _ = self.chatter.take_dropped()
+        message = record.getMessage()
+        if len(message) > LOG_TEXT_CHARS or dropped:
+            cut = message if len(message) <= LOG_TEXT_CHARS else message[:LOG_TEXT_CHARS] + CUT_MARK
+            record.msg, record.args = cut + (f" ({dropped} similar records dropped)" if dropped else ""), None
+        return True
+
+
+SDK_LOGGERS = ("client", "mcp.client.session", "mcp.client.streamable_http", "mcp.client.sse", "mcp.client.stdio")
+
+
+def quiet_sdk_logs() -> None:
+    """Put the MCP SDK's client loggers under one SdkRecords budget (once per process)."""
+    for name in SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(existing, SdkRecords) for existing in logger.filters):
+            logger.addFilter(SDK_RECORDS)
+
+
 class _Mark(str):
     """Punctuation `preview` writes as it is (a plain `str` in the data is quoted)."""
 
@@ -127,3 +160,6 @@ def _scalar(value: Any, limit: int) -> str:
         except ValueError:  # past Python's digit limit for int-to-text
             return "<a very large number>"
     return repr(type(value).__name__)
+
+
+SDK_RECORDS = SdkRecords()

@@ -15,7 +15,15 @@ from mcp_types import LoggingMessageNotificationParams
 from rich.logging import RichHandler
 
 from app.mcp.client.chatter import Chatter
-from app.mcp.client.server_log import LOG_BURST, LOG_TEXT_CHARS, ServerLog, preview
+from app.mcp.client.server_log import (
+    LOG_BURST,
+    LOG_RATE,
+    LOG_TEXT_CHARS,
+    SDK_RECORDS,
+    ServerLog,
+    preview,
+    quiet_sdk_logs,
+)
 from app.mcp.client.stderr import LINE_CHARS, STDERR_BURST, ServerOutput
 from app.server.observability import JsonFormatter, TextFormatter
 from tests.support import make_config
@@ -162,3 +170,21 @@ def test_the_chatter_budget_refills_with_time() -> None:
     assert [chatter.allow() for _ in range(5)] == [True, True, True, False, False]
     now[0] = 1.0
     assert [chatter.allow() for _ in range(3)] == [True, True, False]
+
+
+def test_the_sdks_records_of_bad_messages_are_cut_and_within_a_budget(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK logs a warning (with a traceback) per notification that fails validation, and names an unknown SSE
+    event type in its line: a server sending thousands of them fills no log."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(SDK_RECORDS, "chatter", Chatter(LOG_RATE, LOG_BURST))  # a budget of its own
+    quiet_sdk_logs()
+    quiet_sdk_logs()  # once per process, however many gateways
+    for index in range(1000):
+        logging.getLogger("client").warning("Failed to validate notification: %s", f"{index} " + "m" * 100_000)
+        logging.getLogger("mcp.client.streamable_http").warning(f"Unknown SSE event: {'e' * 100_000}")
+    records = [record for record in caplog.records if record.name in ("client", "mcp.client.streamable_http")]
+    assert LOG_BURST <= len(records) < LOG_BURST + 20
+    assert all(len(record.getMessage()) < LOG_TEXT_CHARS + 100 for record in records)
+    assert len(logging.getLogger("client").filters) == 1
