@@ -59,7 +59,12 @@ class ServerLog:
         if dropped:
             fields["dropped"] = dropped
         fields["text"] = text
-        head = " ".join(f"{key}={value}" for key, value in fields.items() if key != "text")
+        # The server's own logger name is quoted: its spaces cannot pose as more `key=value` pairs of the line.
+        head = " ".join(
+            f"{key}={json.dumps(value, ensure_ascii=False) if key == 'server_logger' else value}"
+            for key, value in fields.items()
+            if key != "text"
+        )
         log.log(level, "mcp server log %s %s", head, text, extra={"fields": fields, "event": "mcp server log"})
 
 

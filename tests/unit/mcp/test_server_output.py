@@ -115,7 +115,7 @@ async def test_the_line_after_drops_says_how_many() -> None:
     assert [record.levelno for record in records] == [logging.WARNING, logging.WARNING, logging.ERROR]
     assert drops == [("noisy", "log_messages", 1)] * 3
     assert records[-1].getMessage() == (
-        'mcp server log server=noisy server_level=error server_logger=db dropped=3 {"a": [1, null]}'
+        'mcp server log server=noisy server_level=error server_logger="db" dropped=3 {"a": [1, null]}'
     )
 
 
