@@ -99,6 +99,15 @@ class McpLimitsConfig(Strict):
         1.0, ge=0, description="tool-list changes within this interval cost one catalog rebuild"
     )
 
+    @model_validator(mode="after")
+    def _a_call_holds_a_message(self) -> McpLimitsConfig:
+        if self.max_call_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_call_bytes ({self.max_call_bytes:,}) is below max_message_bytes ({self.max_message_bytes:,}):"
+                " one request's answer is a message, so raise max_call_bytes with it"
+            )
+        return self
+
 
 class ExcludeSpec(Strict):
     exclude: list[str]

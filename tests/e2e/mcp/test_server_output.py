@@ -59,7 +59,7 @@ async def test_a_remote_flood_of_events_in_one_call_fails_that_call_and_the_serv
     for url in serve_over_http(CHATTY, "http", dict(os.environ)):
         entry = {"url": url, "transport": "streamable-http", "startup_timeout": 20}
         drops: dict[str, int] = {}
-        mcp = manager(entry, drops, {"max_call_bytes": 1024 * 1024})
+        mcp = manager(entry, drops, {"max_call_bytes": 1024 * 1024, "max_message_bytes": 1024 * 1024})
         await mcp.start()
         try:
             text, failed = await mcp.call_tool("chatty", "flood", {"megabytes": 16, "size": 4096})

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 
+from app.config import parse_config
+from app.config.loading import ConfigError
 from app.mcp.client.http_bound import BoundedReads, CallBoundError
 
 EVENT = b"event: message\ndata: " + b'{"jsonrpc": "2.0", "method": "notifications/message"}' + b"\n\n"
@@ -63,3 +65,10 @@ async def test_the_servers_own_stream_is_not_a_request_and_has_no_total() -> Non
     bounded (max_message_bytes)."""
     bounds = BoundedReads(65536, call_bytes=100_000, call_seconds=0.0, inner=scripted(10_000))
     assert await read(bounds, "GET") == 10_000 * len(EVENT)
+
+
+def test_a_call_bound_below_the_message_bound_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"max_call_bytes .* is below max_message_bytes"):
+        parse_config({"mcp_limits": {"max_message_bytes": 100_000_000}}, environ={})
+    limits = parse_config({"mcp_limits": {"max_message_bytes": 100_000_000, "max_call_bytes": 10**8}}, environ={})
+    assert limits.mcp_limits.max_call_bytes == 10**8
