@@ -19,7 +19,7 @@ from tests.support import ROOT
 from tests.support.remote import serve_over_http
 
 CHATTY = ROOT / "tests" / "servers" / "chatty.py"
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # servers that log
 
 
 def manager(entry: dict[str, Any], drops: dict[str, int], limits: dict[str, Any] | None = None) -> McpManager:

@@ -28,7 +28,7 @@ from app.mcp.client.stderr import LINE_CHARS, STDERR_BURST, ServerOutput
 from app.server.observability import JsonFormatter, TextFormatter
 from tests.support import make_config
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the SDK's, for servers that log
+pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # servers that log
 
 
 def chatty_server() -> FastMCP:
