@@ -640,7 +640,7 @@ async def answered_with(bench: Bench, model: str, needle: str) -> Result:
     """A chat whose model calls one tool: 200, and the tool's result (what the model is sent) holds `needle`."""
     result = judged([await bench.chat(model)], 200)
     seen = bench.upstream.tool_results.get(model, "")
-    result.status += f", result {seen[:60]!r}" if needle not in seen[:60] else f", result has {needle!r}"
+    result.status += f", result has {needle!r}" if needle in seen else f", result {seen[:60]!r}"
     return result.expect(needle in seen, f"tool result: {seen[:100]!r}")
 
 
