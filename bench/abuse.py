@@ -9,7 +9,9 @@ non-zero if any row fails.
     python bench/abuse.py [--only WORD] [--no-record] [--out NAME]
 
 `--only "bounded work"` runs the rows of deferred client tools, list_changed storms and the 10,000-tool catalog,
-and the cache of client-tool indexes against its byte bound (`--only "lists of"` those two rows alone).
+and the cache of client-tool indexes against its byte bound (`--only "lists of"` those two rows alone);
+`--only "server messages"` the rows of what MCP servers send beside their answers (long log messages, an event
+flood, stderr) and the 5,000-tool listing with the search model on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -95,6 +98,7 @@ class Upstream:
     def __init__(self) -> None:
         self.open = 0
         self.tool_result_chars: dict[str, int] = {}
+        self.tool_results: dict[str, str] = {}  # the start of each
         self.calls = {model: _completion(_call(*call)) for model, call in CALLS.items()}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -115,6 +119,7 @@ class Upstream:
         model, last = request["model"], request["messages"][-1]
         if last.get("role") == "tool":
             self.tool_result_chars[model] = len(str(last.get("content")))
+            self.tool_results[model] = str(last.get("content"))[:1000]
             await _send(send, 200, _completion({"role": "assistant", "content": "done"}))
         elif model in self.calls:
             await _send(send, 200, self.calls[model])
@@ -693,6 +698,171 @@ async def _cyrillic_row(name: str, config: dict[str, Any], tools: int, bodies: l
 # ---- end of the client-tool index block ----
 
 
+# ---- What MCP servers send beside their answers: long log messages, event floods, stderr; a 5,000-tool listing ----
+# A gateway of its own, logging at info (what a server logs reaches the log only then), on tests/servers/chatty.py
+# over stdio and over streamable HTTP; then one on bench/hostile_mcp.py's 5,000 tools with the search model on.
+
+CHATTY = Path(__file__).resolve().parent.parent / "tests" / "servers" / "chatty.py"
+MESSAGES = "server messages"  # --only "server messages" runs this block's rows alone
+LISTING_TOOLS, LISTING_S, LOG_GROWTH_MB = 5_000, 15.0, 5.0
+CALLS["shout-64k"] = ("chatty__shout", json.dumps({"size": 65536, "count": 1}))
+CALLS["shout-4x64k"] = ("chatty__shout", json.dumps({"size": 65536, "count": 4}))
+CALLS["flood-200mb"] = ("remote__flood", json.dumps({"megabytes": 200, "size": 8192}))
+CALLS["stderr-100mb"] = ("chatty__grumble", json.dumps({"megabytes": 100}))
+MESSAGE_ROWS = (
+    "MCP: a 64 KB log message (stdio) / MCP: 4 x 64 KB log messages (stdio) / MCP: 200 MB of events in one call "
+    f"(streamable HTTP) / MCP: 100 MB of stderr (stdio) / MCP: {LISTING_TOOLS:,}-tool listing, model on"
+)
+
+
+def messages_config(upstream_port: int, remote_port: int) -> dict[str, Any]:
+    chatty = {"command": sys.executable, "args": [str(CHATTY)], "defer_loading": False, "startup_timeout": 60}
+    remote = {"url": f"http://127.0.0.1:{remote_port}/mcp", "defer_loading": False, "startup_timeout": 60}
+    return {
+        "providers": {"hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET}},
+        "mcpServers": {"chatty": chatty, "remote": remote},
+        "tool_discovery": {"semantic": {"enabled": False}},
+    }
+
+
+async def answered_with(bench: Bench, model: str, needle: str) -> Result:
+    """A chat whose model calls one tool: 200, and the tool's result (what the model is sent) holds `needle`."""
+    result = judged([await bench.chat(model)], 200)
+    seen = bench.upstream.tool_results.get(model, "")
+    result.status += f", result has {needle!r}" if needle in seen else f", result {seen[:60]!r}"
+    return result.expect(needle in seen, f"tool result: {seen[:100]!r}")
+
+
+async def log_growth(bench: Bench, log: Path) -> Result:
+    """100 MB of stderr from one call: the call answers and the gateway's log grows by at most LOG_GROWTH_MB."""
+    before = log.stat().st_size
+    result = await answered_with(bench, "stderr-100mb", "grumbled")
+    await asyncio.sleep(1.0)  # what the gateway still reads from the pipe
+    grown = (log.stat().st_size - before) / 1e6
+    result.status += f", log +{grown:.2f} MB"
+    return result.expect(grown <= LOG_GROWTH_MB, f"log grew {grown:.1f} MB > {LOG_GROWTH_MB:g} MB")
+
+
+def message_probes(bench: Bench, log: Path) -> list[Probe]:
+    return [
+        ("MCP: a 64 KB log message (stdio)", 5, lambda: answered_with(bench, "shout-64k", "sent 1")),
+        ("MCP: 4 x 64 KB log messages (stdio)", 5, lambda: answered_with(bench, "shout-4x64k", "sent 4")),
+        (
+            "MCP: 200 MB of events in one call (streamable HTTP)",
+            60,
+            lambda: answered_with(bench, "flood-200mb", "mcp_limits.max_call_bytes"),
+        ),
+        ("MCP: 100 MB of stderr (stdio)", 120, lambda: log_growth(bench, log)),
+    ]
+
+
+async def message_rows(upstream: Upstream, upstream_port: int, log_dir: Path, only: str) -> list[list[str]]:
+    """The message probes against their own gateway (at log level info), then the 5,000-tool listing."""
+    rows: list[list[str]] = []
+    remote_port, port = free_port(), free_port()
+    env = {**os.environ, "CHATTY_HTTP_PORT": str(remote_port)}
+    quiet = subprocess.DEVNULL
+    remote = subprocess.Popen([sys.executable, str(CHATTY)], env=env, stdout=quiet, stderr=quiet)
+    log_path = log_dir / "messages-gateway.log"
+    try:
+        await asyncio.to_thread(wait_until_port, remote_port, remote)
+        with log_path.open("w") as log:
+            gateway, _ = start_gateway(
+                messages_config(upstream_port, remote_port), port, dict(os.environ), log, ["--log-level", "info"]
+            )
+        poller: HealthPoller | None = None
+        try:
+            await asyncio.to_thread(wait_until_up, f"http://127.0.0.1:{port}/healthz", gateway)
+            poller = HealthPoller(port)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=180) as http:
+                bench = Bench(http, upstream, port)
+                await bench.chat("plain")
+                while not poller.polls:  # the poller's own start
+                    await asyncio.sleep(0.05)
+                for probe in message_probes(bench, log_path):
+                    if only in probe[0] or only == MESSAGES:
+                        rows.append(await run_probe(bench, poller, gateway.pid, probe))
+        finally:
+            if poller is not None:
+                poller.close()
+            gateway.terminate()
+            gateway.wait(15)
+    finally:
+        remote.terminate()
+        remote.wait(15)
+    if only in f"MCP: {LISTING_TOOLS:,}-tool listing, model on" or only == MESSAGES:
+        rows.append(await listing_row(upstream_port, log_dir))
+    return rows
+
+
+def wait_until_port(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"the server on port {port} did not start")
+
+
+async def listing_row(upstream_port: int, log_dir: Path) -> list[str]:
+    """A gateway on a server listing 5,000 tools (`max_tools_per_server` 5,000), the search model on: from its
+    start until it serves them (a search finds them), with the load average beside it (recorded, not judged)."""
+    server = {
+        "command": sys.executable, "args": [str(Path(__file__).resolve().parent / "hostile_mcp.py")],
+        "env": {"TOOLS": str(LISTING_TOOLS)}, "defer_loading": True, "startup_timeout": 120,
+    }  # fmt: skip
+    config = {
+        "providers": {"hostile": {"base_url": f"http://127.0.0.1:{upstream_port}/v1", "api_key": SECRET}},
+        "mcpServers": {"big": server},
+        "mcp_limits": {"max_tools_per_server": LISTING_TOOLS},
+        "tool_discovery": {"semantic": {"enabled": True}},
+    }
+    port = free_port()
+    load = os.getloadavg()[0]
+    with (log_dir / "listing-gateway.log").open("w") as log:
+        started = time.monotonic()
+        gateway, _ = start_gateway(config, port, dict(os.environ), log)
+    poller: HealthPoller | None = None
+    try:
+        await asyncio.to_thread(wait_until_port, port, gateway, 300)  # not until embedded: that is background work
+        poller = HealthPoller(port)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            while await _tools_of(http, "big") < LISTING_TOOLS or not poller.polls:
+                if gateway.poll() is not None or time.monotonic() - started > 300:
+                    raise SystemExit("the listing gateway did not serve its tools")
+                await asyncio.sleep(0.1)
+            bench = Bench(http, Upstream(), port)
+            searched = await bench.chat("discover")
+            elapsed, up = time.monotonic() - started, time.monotonic()
+            await asyncio.sleep(2.0)  # the search model loads and embeds in the background meanwhile
+            worst, answered = await poller.worst(up, time.monotonic())
+            rss = rss_mb(gateway.pid)
+        result = judged([searched], 200)
+        result.status = f"{LISTING_TOOLS:,} tools served and searched, load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+        result.expect(elapsed <= LISTING_S, f"took {elapsed:.1f} s > {LISTING_S:g} s")
+        result.expect(answered, "/healthz did not answer 200")
+        result.expect(worst * 1000 <= HEALTHZ_MS, f"/healthz took {worst * 1000:.0f} ms")
+        return _row(f"MCP: {LISTING_TOOLS:,}-tool listing, model on", result, elapsed, worst, 0.0, rss)
+    finally:
+        if poller is not None:
+            poller.close()
+        gateway.terminate()
+        gateway.wait(15)
+
+
+async def _tools_of(http: httpx.AsyncClient, name: str) -> int:
+    try:
+        server = (await http.get("/healthz", timeout=1)).json()["servers"][name]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return -1
+    return int(server["tools"]) if server["state"] == "up" else -1
+
+
+# ---- end of the server-messages block ----
+
+
 POLLER = """
 import http.client, sys, time
 connection = None
@@ -858,6 +1028,8 @@ async def main() -> int:
             rows.extend(await catalog_rows(upstream_port, log_path.parent))
         if any(args.only in name for name in CYRILLIC_ROWS) or args.only == BOUNDED:
             rows.extend(await cyrillic_rows(upstream_port, log_path.parent, args.only))
+        if args.only in MESSAGE_ROWS or args.only == MESSAGES:
+            rows.extend(await message_rows(upstream, upstream_port, log_path.parent, args.only))
     finally:
         gateway.terminate()
         gateway.wait(15)

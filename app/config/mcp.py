@@ -90,9 +90,23 @@ class McpLimitsConfig(Strict):
         ge=65536,
         description="a server's message (a stdio line, an HTTP answer or event) over this ends its connection",
     )
+    max_call_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=65536,
+        description="a remote server's answer stream for one request (its events in all) over this fails that request",
+    )
     rebuild_interval_seconds: float = Field(
         1.0, ge=0, description="tool-list changes within this interval cost one catalog rebuild"
     )
+
+    @model_validator(mode="after")
+    def _a_call_holds_a_message(self) -> McpLimitsConfig:
+        if self.max_call_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_call_bytes ({self.max_call_bytes:,}) is below max_message_bytes ({self.max_message_bytes:,}):"
+                " one request's answer is a message, so raise max_call_bytes with it"
+            )
+        return self
 
 
 class ExcludeSpec(Strict):

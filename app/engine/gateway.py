@@ -61,7 +61,7 @@ class Gateway:
         self.identities = Identities(config.auth)  # who each gateway key is, and what it may reach
         self.metrics = Metrics()
         self.recent = RecentRequests(config.console.recent_requests)  # finished requests, for the console
-        self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call)
+        self.mcp = McpManager(config, mcp_targets, self.metrics.record_mcp_call, self.metrics.record_mcp_dropped)
         self.router = Router(config, providers)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
         discovery = config.tool_discovery

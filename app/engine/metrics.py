@@ -41,9 +41,19 @@ class Metrics:
             "toolsift_mcp_call_seconds", "MCP tool call latency", ["server"], buckets=LATENCY_BUCKETS, registry=r
         )
         self.mcp_errors = Counter("toolsift_mcp_errors", "MCP tool calls that failed", ["server"], registry=r)
+        # What MCP servers said beside their answers (log messages, stderr) past the log's budget for them.
+        self.mcp_dropped = Counter(
+            "toolsift_mcp_output_dropped",
+            "MCP server output not logged: log_messages, stderr_lines, stderr_bytes",
+            ["server", "kind"],
+            registry=r,
+        )
         self.upstream = Histogram(
             "toolsift_upstream_seconds", "Upstream time per request", ["provider"], buckets=LATENCY_BUCKETS, registry=r
         )
+
+    def record_mcp_dropped(self, server: str, kind: str, count: int) -> None:
+        self.mcp_dropped.labels(server, kind).inc(count)
 
     def record_mcp_call(self, server: str, seconds: float, failed: bool) -> None:
         self.mcp_calls.labels(server).observe(seconds)

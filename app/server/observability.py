@@ -102,6 +102,11 @@ def configure_logging(level: str, log_format: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # fastmcp gives its own logger Rich handlers and keeps it off the root: multi-line blocks in a JSON log, and a
+    # highlighter quadratic in a long run of text, on the event loop. Its records take the one handler here too.
+    library = logging.getLogger("fastmcp")
+    library.handlers[:] = []
+    library.propagate = True
     # httpx logs every upstream call at INFO: a second line per round beside the gateway's one line per request.
     logging.getLogger("httpx").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
 

@@ -19,8 +19,10 @@ from fastmcp import Client
 
 from app.config import Config, McpServerConfig
 from app.mcp.client.catalog import unknown_always_load
+from app.mcp.client.chatter import Dropped
 from app.mcp.client.limits import Listing, bounded_listing
 from app.mcp.client.pipe import list_tools
+from app.mcp.client.server_log import ServerLog
 from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
@@ -36,11 +38,19 @@ RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
 LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
 LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
+CALL_GRACE_SECONDS = 5.0  # a remote answer stream may outlast its request's timeout by this much, then it is cut
 
 
 class ServerConnection:
     def __init__(
-        self, name: str, config: McpServerConfig, settings: Config, on_tools: Callable[[], None], target: Any = None
+        self,
+        name: str,
+        config: McpServerConfig,
+        settings: Config,
+        on_tools: Callable[[], None],
+        target: Any = None,
+        *,
+        on_dropped: Dropped | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -62,7 +72,9 @@ class ServerConnection:
         self._base_dir = settings.base_dir
         self._inherit = settings.mcp_inherit_env
         # A stdio server's stderr tail and exit, for the cause of a failure.
-        self.output = ServerOutput(name) if target is None and config.command else None
+        self.output = ServerOutput(name, on_dropped) if target is None and config.command else None
+        # What the server logs: one bounded line each, within a budget (never fastmcp's Rich handler on the loop).
+        self._server_log = ServerLog(name, on_dropped)
         self._logged_error: str | None = None  # a failure repeated by every reconnect is logged once
         self._lost = asyncio.Event()  # a call saw the connection break
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls_per_server)
@@ -105,10 +117,13 @@ class ServerConnection:
                 errlog,
                 max_message_bytes=self._limits.max_message_bytes,
                 on_spawn=self.output.took if self.output is not None else None,
+                max_call_bytes=self._limits.max_call_bytes,
+                call_seconds=max(self.tool_timeout, self.startup_timeout) + CALL_GRACE_SECONDS,
             )
         client: Client[Any] = Client(
             target,
             message_handler=ListChanged(self.request_refresh),
+            log_handler=self._server_log,
             timeout=self.tool_timeout,
             init_timeout=self.startup_timeout,
         )

@@ -17,10 +17,12 @@ from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
 from app.identity import ANONYMOUS, Identity
 from app.mcp.client.catalog import build_catalog
+from app.mcp.client.chatter import Dropped
 from app.mcp.client.connection import ServerConnection
 from app.mcp.client.identities import connect_all
 from app.mcp.client.pool import ServerPool
 from app.mcp.client.results import error_text, redacted, result_text
+from app.mcp.client.server_log import quiet_sdk_logs
 from app.mcp.client.signals import describe_exception
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.offload import off_loop
@@ -38,16 +40,19 @@ class McpManager:
         config: Config,
         targets: dict[str, Any] | None = None,
         on_call: Callable[[str, float, bool], None] | None = None,
+        on_dropped: Dropped | None = None,
     ) -> None:
         self.config = config
         self._on_call = on_call
+        self._on_dropped = on_dropped  # what servers said that the log did not take (stderr, log messages)
+        quiet_sdk_logs()  # the SDK logs once per bad message a server sends: within a budget
         self.on_started: Callable[[str, str], None] | None = None  # progress: (server, state) as each one settles
         # Run in the worker pool with each new catalog before it is published (indexes, manifests): a request
         # never finds a catalog whose discovery is still to build.
         self.preparers: list[Callable[[Catalog], None]] = []
         self.listeners: list[Callable[[], None]] = []  # called on the loop after every catalog rebuild
         self.connections, self.per_identity = connect_all(
-            config, targets or {}, self._changed, ServerConnection, self._shared
+            config, targets or {}, self._changed, self._connect, self._shared
         )
         self._version = 0
         self.catalog: Catalog = build_catalog(config, {}, 0)
@@ -57,9 +62,14 @@ class McpManager:
         self._rebuilt_at = -float("inf")
         self._rebuilding: asyncio.Task[None] | None = None
 
+    def _connect(
+        self, name: str, config: McpServerConfig, settings: Config, on_tools: Callable[[], None], target: Any = None
+    ) -> ServerConnection:
+        return ServerConnection(name, config, settings, on_tools, target, on_dropped=self._on_dropped)
+
     def _shared(self, name: str, server: McpServerConfig, target: Any) -> ServerConnection | ServerPool:
         """A server every caller shares: one connection, or a pool of its `instances` (stdio processes)."""
-        members = [ServerConnection(name, server, self.config, self._changed, target) for _ in range(server.instances)]
+        members = [self._connect(name, server, self.config, self._changed, target) for _ in range(server.instances)]
         return members[0] if len(members) == 1 else ServerPool(name, members)
 
     def _changed(self) -> None:

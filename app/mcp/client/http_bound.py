@@ -5,11 +5,18 @@ could grow the gateway's memory without end, as a stdio server could with a line
 app/mcp/client/pipe.py). Here each response's bytes are counted as they arrive, since the last event boundary (a
 blank line) on an event stream and from the start on a JSON answer, and reading ends with a clear error past the
 limit: the server is reported down with that reason and reconnected like after any loss.
+
+One request's answer stream (streamable HTTP answers a request with an event stream, which may carry any number
+of notifications before the answer) is bounded as a whole too, in bytes (`mcp_limits.max_call_bytes`) and in time
+(the request's own timeout and a grace), so a server flooding one call with events costs the gateway a bounded
+amount of work. Past either bound the stream ends with an SSE error the SDK gives that one request as its answer:
+the call fails with a message naming the bound, and the connection stays up for the next call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,12 +32,26 @@ class MessageTooLargeError(httpx2.ReadError):
     """A remote server sent a message over the limit."""
 
 
+class CallBoundError(httpx2.SSEError):
+    """A remote server's answer stream for one request went past `max_call_bytes` or its time: that request
+    fails with this (the SDK answers it with "SSE stream failed: ..."); the connection stays."""
+
+
 class BoundedReads:
-    """One remote server's read bound, and the reason it ended a connection, when it did (the SDK reports only
+    """One remote server's read bounds, and the reason it ended a connection, when it did (the SDK reports only
     "Connection closed" for an SSE stream that failed)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self,
+        limit: int,
+        call_bytes: int | None = None,
+        call_seconds: float | None = None,
+        inner: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
         self.limit = limit
+        self.call_bytes = call_bytes  # one request's answer stream, in all
+        self.call_seconds = call_seconds
+        self.inner = inner  # what reaches the server (tests: a scripted one); HTTP itself by default
         self.closed_because: str | None = None
         self.listings = RemoteListings()
 
@@ -49,9 +70,16 @@ class BoundedReads:
         )
 
 
-def bounded_remote(url: str, headers: dict[str, str], limit: int, sse: bool) -> Any:
+def bounded_remote(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    sse: bool,
+    call_bytes: int | None = None,
+    call_seconds: float | None = None,
+) -> Any:
     """fastmcp's streamable HTTP (or SSE) transport for `url`, its reads bounded; `.bounds` says why it ended."""
-    bounds = BoundedReads(limit)
+    bounds = BoundedReads(limit, call_bytes, call_seconds)
     kind = SSETransport if sse else StreamableHttpTransport
     transport = kind(url, headers=headers, httpx_client_factory=bounds.client)
     setattr(transport, "bounds", bounds)  # noqa: B010 - fastmcp's class, one attribute more
@@ -59,12 +87,17 @@ def bounded_remote(url: str, headers: dict[str, str], limit: int, sse: bool) -> 
 
 
 class _Bounded(httpx2.AsyncByteStream):
-    def __init__(self, stream: Any, bounds: BoundedReads, request: httpx2.Request) -> None:
+    def __init__(self, stream: Any, bounds: BoundedReads, request: httpx2.Request, call: bool = False) -> None:
         self._stream, self._bounds, self._request = stream, bounds, request
+        self._call = call  # one request's answer stream: bounded as a whole too
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         since = 0  # bytes since the last event boundary
         limit = self._bounds.limit
+        call_bytes = self._bounds.call_bytes if self._call else None
+        call_seconds = self._bounds.call_seconds if self._call else None
+        deadline = time.monotonic() + call_seconds if call_seconds is not None else None
+        total = 0
         async for chunk in self._stream:
             boundary = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\n\r\n"))
             since = len(chunk) - boundary if boundary >= 0 else since + len(chunk)
@@ -72,6 +105,17 @@ class _Bounded(httpx2.AsyncByteStream):
                 reason = too_large(limit)
                 self._bounds.closed_because = reason
                 raise MessageTooLargeError(reason, request=self._request)
+            total += len(chunk)
+            if call_bytes is not None and total > call_bytes:
+                raise CallBoundError(
+                    f"the server sent over {call_bytes:,} bytes for one request (mcp_limits.max_call_bytes)",
+                    request=self._request,
+                )
+            if deadline is not None and time.monotonic() > deadline:
+                raise CallBoundError(
+                    f"the server's answer stream for one request outlasted {call_seconds:g}s (its timeout)",
+                    request=self._request,
+                )
             yield chunk
 
     async def aclose(self) -> None:
@@ -80,7 +124,7 @@ class _Bounded(httpx2.AsyncByteStream):
 
 class _BoundedTransport(httpx2.AsyncBaseTransport):
     def __init__(self, bounds: BoundedReads) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+        self._inner = bounds.inner or httpx2.AsyncHTTPTransport()
         self._bounds = bounds
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -89,8 +133,9 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
             with contextlib.suppress(httpx2.RequestNotRead):  # a streamed body is no listing request
                 listings.sent(request.content)
         response = await self._inner.handle_async_request(request)
-        bounded = _Bounded(response.stream, self._bounds, request)
         kind = response.headers.get("content-type", "")
+        call = request.method == "POST" and "text/event-stream" in kind
+        bounded = _Bounded(response.stream, self._bounds, request, call)
         if "text/event-stream" in kind:
             response.stream = _Passed(listings.events(bounded.__aiter__()), bounded)
         elif "json" in kind and listings.pending:

@@ -1,9 +1,12 @@
 """What a stdio server said on stderr, and how its process ended: the cause a "Connection closed" hides.
 
 A server that fails usually says why on stderr (a traceback, `can't open file`, `Cannot find module`) and exits
-with a code. Each connection attempt gets a pipe for stderr, read on the event loop: every line is logged
-(`toolsift.mcp.stderr`, info) and the last ones are kept, bounded in lines and bytes, for `/healthz`, the console
-and `toolsift check`.
+with a code. Each connection attempt gets a pipe for stderr, read on the event loop: the last lines are kept,
+bounded in lines and bytes, for `/healthz`, the console and `toolsift check`, and lines are logged
+(`toolsift.mcp.stderr`, info), each cut at LINE_CHARS, at most STDERR_RATE a second (a burst of STDERR_BURST); the
+rest are counted, not logged (app/mcp/client/chatter.py): a server writing 100 MB of stderr once wrote more than
+that into the gateway's log. The part of a line past its cut is never decoded, and a line without an end is cut
+and the rest of it skipped, so a read costs time linear in its bytes.
 
 The process's exit code is the other half of the cause: the stdio transport (app/mcp/client/pipe.py) hands each
 process it starts to `took`.
@@ -19,19 +22,25 @@ import signal
 from collections import deque
 from typing import Any, TextIO
 
+from app.mcp.client.chatter import Chatter, Dropped
+
 log = logging.getLogger("toolsift.mcp.stderr")
 
 TAIL_LINES = 20
 TAIL_BYTES = 8192
 LINE_CHARS = 500
+STDERR_RATE, STDERR_BURST = 20.0, 100
 DRAIN_SECONDS = 2.0  # after a connection ends: how long its stderr may still arrive (a child's last words)
 
 
 class ServerOutput:
     """One stdio server's stderr tail and its last process, across its connection attempts."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, on_dropped: Dropped | None = None) -> None:
         self.server = server
+        self.chatter = Chatter(STDERR_RATE, STDERR_BURST)
+        self._on_dropped = on_dropped
+        self._skipping = False  # the rest of a line already logged cut, until its end
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._process: Any = None
         self._writer: TextIO | None = None
@@ -147,25 +156,72 @@ class ServerOutput:
         if not data:
             self._stop_reading(self._attempt)
             return False
+        self._take(data)
+        return True
+
+    def _take(self, data: bytes) -> None:
+        """`data`'s complete lines: the last ones kept for the tail, as many as the budget allows logged."""
+        if self._skipping:  # the rest of a line too long to keep: up to its end, counted only
+            end = data.find(b"\n")
+            skipped = len(data) if end < 0 else end
+            self.chatter.drop(0, skipped)
+            self._report(0, skipped)
+            if end < 0:
+                return
+            self._skipping, data = False, data[end + 1 :]
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         if len(self._partial) > LINE_CHARS * 4:  # a line without an end is still a line
             lines.append(self._partial)
             self._partial = b""
+            self._skipping = True
+        dropped = dropped_bytes = 0
         for line in lines:
-            self._line(line)
-        return True
+            if not line.strip():
+                continue
+            if self.chatter.allow():
+                self._log(line)
+            else:
+                dropped += 1
+                dropped_bytes += len(line)
+        if dropped:
+            self.chatter.drop(dropped, dropped_bytes)
+            self._report(dropped, dropped_bytes)
+        for line in lines[-TAIL_LINES:]:
+            self._keep(line)
 
-    def _line(self, raw: bytes) -> None:
-        text = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if not text.strip():
+    def _report(self, lines: int, size: int) -> None:
+        if self._on_dropped is not None:
+            if lines:
+                self._on_dropped(self.server, "stderr_lines", lines)
+            if size:
+                self._on_dropped(self.server, "stderr_bytes", size)
+
+    def _log(self, raw: bytes) -> None:
+        dropped, dropped_bytes = self.chatter.take_dropped()
+        text = _text(raw)
+        if dropped or dropped_bytes:
+            log.info(
+                "mcp stderr server=%s dropped_lines=%d dropped_bytes=%d %s", self.server, dropped, dropped_bytes, text
+            )
+        else:
+            log.info("mcp stderr server=%s %s", self.server, text)
+
+    def _keep(self, raw: bytes) -> None:
+        if not raw.strip():
             return
-        log.info("mcp stderr server=%s %s", self.server, text)
-        if len(text) > LINE_CHARS:
-            text = text[: LINE_CHARS - 3] + "..."
-        self.tail.append(text)
+        self.tail.append(_text(raw))
         while sum(len(line) for line in self.tail) > TAIL_BYTES:
             self.tail.popleft()
+
+    def _line(self, raw: bytes) -> None:
+        """A last line on its own (what was left without an end when reading stopped)."""
+        if self.chatter.allow():
+            self._log(raw)
+        else:
+            self.chatter.drop(1, len(raw))
+            self._report(1, len(raw))
+        self._keep(raw)
 
     def _stop_reading(self, attempt: int) -> None:
         reader = self._reader
@@ -179,3 +235,9 @@ class ServerOutput:
         with contextlib.suppress(OSError):
             os.close(reader)
         self._reader = None
+
+
+def _text(raw: bytes) -> str:
+    """A line as text, cut at LINE_CHARS; only the bytes that can be kept are decoded."""
+    text = raw[: LINE_CHARS * 4].decode("utf-8", "replace").rstrip("\r\n")
+    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 3] + "..."

@@ -70,6 +70,8 @@ def build_transport(
     *,
     max_message_bytes: int = 16 * 1024 * 1024,
     on_spawn: Callable[[Any], None] | None = None,
+    max_call_bytes: int | None = None,
+    call_seconds: float | None = None,
 ) -> Any:
     if config.command:
         return PipeTransport(
@@ -82,7 +84,8 @@ def build_transport(
             on_spawn=on_spawn,
         )
     assert config.url is not None
-    return bounded_remote(config.url, config.headers, max_message_bytes, sse=config.transport_name == "sse")
+    sse = config.transport_name == "sse"
+    return bounded_remote(config.url, config.headers, max_message_bytes, sse, max_call_bytes, call_seconds)
 
 
 def closed_because(transport: Any) -> str | None:

@@ -4,6 +4,7 @@ body, a header, a library's message) are escaped, so one record is one line of t
 from __future__ import annotations
 
 import io
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -57,3 +58,22 @@ def test_any_logger_and_any_argument_is_escaped_but_a_traceback_keeps_its_lines(
     assert lines[0].endswith(f"peer said bye\\n{FORGED}\\u2028\\x85")
     assert "Traceback (most recent call last):" in lines and lines[-1] == "ValueError: inner"
     assert escape_controls("tab\there") == "tab\\there" and escape_controls("a\nb", keep_newlines=True) == "a\nb"
+
+
+def test_fastmcps_records_take_the_gateways_handler_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """fastmcp gives its logger Rich handlers of its own (multi-line blocks, a highlighter quadratic in a long
+    run, on the event loop): under `toolsift serve` its records are one JSON line like every library's."""
+    from app.server.observability import configure_logging
+
+    root, library = logging.getLogger(), logging.getLogger("fastmcp")
+    saved = (root.handlers[:], root.level, library.handlers[:], library.propagate)
+    try:
+        configure_logging("info", "json")
+        logging.getLogger("fastmcp.client.from_server").warning("Received %s", "1" * 5000 + "\nforged line")
+        lines = capsys.readouterr().err.splitlines()
+    finally:
+        root.handlers[:], library.handlers[:] = saved[0], saved[2]
+        root.setLevel(saved[1])
+        library.propagate = saved[3]
+    assert len(lines) == 1, lines[:3]
+    assert json.loads(lines[0])["logger"] == "fastmcp.client.from_server"
