@@ -26,6 +26,12 @@ class ProviderConfig(Strict):
     max_response_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="a larger answer or error body is a 502; a stream ends with an error"
     )
+    stream_usage: StrictBool = Field(
+        True,
+        description="ask an OpenAI-compatible upstream for usage at the end of every stream "
+        "(stream_options.include_usage); false for one that refuses the option: its streams are then counted with "
+        "the gateway's own tokenizer",
+    )
     anthropic_version: str = "2023-06-01"
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",

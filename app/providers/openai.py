@@ -17,6 +17,7 @@ class OpenAIProvider(HttpProvider):
     def __init__(self, name: str, config: ProviderConfig, unset_key_variable: str | None = None) -> None:
         auth = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         super().__init__(name, config, auth, unset_key_variable)
+        self.stream_usage = config.stream_usage
 
     async def complete(self, request: UpstreamRequest) -> Delta:
         log_foreign_options(self.name, request, "openai")
@@ -29,7 +30,10 @@ class OpenAIProvider(HttpProvider):
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         log_foreign_options(self.name, request, "openai")
         details = ReasoningDetails()
-        async for chunk in self.stream_events("/chat/completions", to_openai(request)):
+        body = to_openai(request)
+        if not self.stream_usage:  # an upstream that refuses the option: counted with our own tokenizer
+            body.pop("stream_options", None)
+        async for chunk in self.stream_events("/chat/completions", body):
             if "error" in chunk:
                 raise self.error_from(502, json.dumps(chunk).encode())
             yield delta_from_chunk(self.checked(Chunk, chunk, "stream chunk"), details)

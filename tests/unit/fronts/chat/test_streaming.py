@@ -64,6 +64,22 @@ async def test_usage_is_asked_of_every_stream_and_shown_only_to_a_client_that_as
     assert all(content_of(items[:-1]) == "Hello" for items in asked)
 
 
+async def test_an_upstream_that_refuses_stream_options_is_not_sent_them(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    """`stream_usage: false` leaves the option out of every stream, even one whose client asked for usage: an
+    upstream that refuses it would fail every stream otherwise."""
+    provider = {"base_url": "http://upstream.test/v1", "api_key": "sk-test-secret", "max_retries": 0}
+    config = make_config(providers={"up": {**provider, "stream_usage": False}})
+    client, _ = await gateway_factory(config)
+    for options in (None, {"include_usage": True}):
+        upstream.script(sse_reply(["Hello"]))
+        extra = {"stream_options": options} if options is not None else {}
+        response = await client.post("/v1/chat/completions", json=chat_body("hi", stream=True, **extra))
+        assert content_of(events(response.text)[:-1]) == "Hello"
+    assert ["stream_options" in sent for sent in upstream.requests] == [False, False]
+
+
 async def test_search_then_mcp_call_then_answer_streams_the_same_text(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     rounds = [
