@@ -16,6 +16,16 @@ from fastmcp.client.transports import StreamableHttpTransport
 from tests.support.gateway import SERVERS, served_gateway
 from tests.support.scripted import free_port
 
+# The finance example server's tools, in the order it lists them.
+FINANCE = [
+    "convert_currency",
+    "get_exchange_rates",
+    "get_stock_quote",
+    "calculate_loan_payment",
+    "compound_interest",
+    "portfolio_value",
+]
+
 
 class ListChanged(MessageHandler):
     """Counts the tools/list_changed notifications a client receives."""

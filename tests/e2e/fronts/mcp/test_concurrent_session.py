@@ -9,16 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.mcp import mcp_client, names, serve_mcp_gateway
-
-FINANCE = [
-    "convert_currency",
-    "get_exchange_rates",
-    "get_stock_quote",
-    "calculate_loan_payment",
-    "compound_interest",
-    "portfolio_value",
-]
+from tests.support.mcp import FINANCE, mcp_client, names, serve_mcp_gateway
 
 
 @pytest.fixture(scope="module")

@@ -14,16 +14,7 @@ from app.fronts.mcp.server import McpFront
 from app.store.base import Key
 from app.store.memory import MemoryStore
 from tests.support import load_example
-from tests.support.mcp import names
-
-FINANCE = [
-    "convert_currency",
-    "get_exchange_rates",
-    "get_stock_quote",
-    "calculate_loan_payment",
-    "compound_interest",
-    "portfolio_value",
-]
+from tests.support.mcp import FINANCE, names
 
 
 class RemoteStore(MemoryStore):
