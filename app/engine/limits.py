@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from app.engine.metrics import Metrics
 from app.errors import GatewayError
 from app.identity import Identity
-from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, open_store
+from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, open_store, unavailable_level
 from app.store.eviction import eviction_problem
 
 log = logging.getLogger("toolsift.limits")
@@ -195,7 +195,7 @@ class Limiter:
 
     def _failed_open(self, exc: StoreUnavailable) -> None:
         self.metrics.limits_unavailable.inc()
-        log.warning("limits not enforced (failing open): %s", exc)
+        log.log(unavailable_level(exc), "limits not enforced (failing open): %s", exc)
 
     def _hold(self, admission: Admission) -> None:
         self._held.add(admission)

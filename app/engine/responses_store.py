@@ -20,7 +20,7 @@ from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
 from app.errors import GatewayError
 from app.identity import Identities, Identity
-from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, open_store
+from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, open_store, unavailable_level
 
 log = logging.getLogger("toolsift.responses")
 NAMESPACE = "response"
@@ -76,7 +76,7 @@ class ResponseStore:
         try:
             kept = await self.store.put(_key(owner, str(stored.response["id"])), raw, self.ttl)
         except StoreUnavailable as exc:
-            log.warning("response %s", exc)
+            log.log(unavailable_level(exc), "response %s", exc)
             return UNAVAILABLE
         if not kept:
             log.warning("response not stored: %d bytes, over what the store keeps for its caller", len(raw))
@@ -109,7 +109,7 @@ def _key(owner: Identity, response_id: str) -> Key:
 
 
 def _unavailable(exc: StoreUnavailable) -> GatewayError:
-    log.warning("response %s", exc)
+    log.log(unavailable_level(exc), "response %s", exc)
     return GatewayError(503, "The response store is unavailable; try again.", "server_error")
 
 

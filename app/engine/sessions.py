@@ -18,7 +18,7 @@ from typing import NamedTuple
 from app.config import SessionConfig
 from app.errors import RequestRefused
 from app.identity import Identities, Identity
-from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store
+from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store, unavailable_level
 
 log = logging.getLogger("toolsift.sessions")
 NAMESPACE = "session"  # in Redis: toolsift:session:<identity>:<session id>
@@ -56,7 +56,7 @@ class Sessions:
         try:
             found = await self.store.get(_key(session))
         except StoreUnavailable as exc:  # a session is an optimisation, never a failure
-            log.warning("session %s", exc)
+            log.log(unavailable_level(exc), "session %s", exc)
             return []
         return _names(found)
 
@@ -70,7 +70,7 @@ class Sessions:
                 kept = known[-self.max_tools :]  # a session that keeps searching keeps its latest finds
                 await self.store.put(key, dump_json(kept), self.ttl)
         except StoreUnavailable as exc:
-            log.warning("session %s", exc)
+            log.log(unavailable_level(exc), "session %s", exc)
 
     async def aclose(self) -> None:
         await self.store.aclose()

@@ -5,10 +5,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from app.store.base import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json
+from app.store.base import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 from app.store.memory import MemoryStore
 
-__all__ = ["STORE_TIMEOUT", "Key", "MemoryStore", "Store", "StoreUnavailable", "dump_json", "load_json", "open_store"]
+__all__ = [
+    "STORE_TIMEOUT",
+    "Key",
+    "MemoryStore",
+    "Store",
+    "StoreUnavailable",
+    "dump_json",
+    "load_json",
+    "open_store",
+    "unavailable_level",
+]
 
 
 def open_store(

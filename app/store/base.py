@@ -10,6 +10,7 @@ response is answered as not stored).
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, NamedTuple, Protocol
 
 STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`sessions.store_timeout_ms`' default)
@@ -32,6 +33,17 @@ def _escaped(part: str) -> str:
 
 class StoreUnavailable(Exception):
     """The backend did not answer (Redis down or timing out); the message names the cause's type only."""
+
+
+class CircuitOpen(StoreUnavailable):
+    """Refused at once while the backend's circuit is open: the failure that opened it was logged then, so each
+    refusal is not logged again (one outage, a few lines, not one per operation of every request)."""
+
+
+def unavailable_level(exc: StoreUnavailable) -> int:
+    """The log level for a caller's line about `exc`: a warning for a failure, debug for a refusal of an open
+    circuit."""
+    return logging.DEBUG if isinstance(exc, CircuitOpen) else logging.WARNING
 
 
 class Store(Protocol):

@@ -11,13 +11,15 @@ refuses one command (a full Redis, a key of another type) is the backend answeri
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from app.store.base import StoreUnavailable
+from app.store.base import CircuitOpen
 
 T = TypeVar("T")
+log = logging.getLogger("toolsift.store")
 COOLDOWN_SECONDS = 1.0  # how long an open circuit refuses before it lets one probe through
 
 
@@ -52,8 +54,14 @@ class Circuit:
         probe = self._admit()
         try:
             result = await operation()
-        except self.trips:
+        except self.trips as exc:
             self.failures += 1
+            if self._open_until is None:
+                log.warning(
+                    "store unavailable (%s): its operations fail at once for %gs, then one probes it",
+                    type(exc).__name__,
+                    self.cooldown,
+                )
             self._open_until = self._clock() + self.cooldown
             raise
         except Exception:  # the backend answered, if with a refusal
@@ -62,6 +70,8 @@ class Circuit:
         finally:
             if probe:
                 self._probing = False
+        if self._open_until is not None:
+            log.warning("store answers again")
         self._open_until = None
         return result
 
@@ -71,6 +81,6 @@ class Circuit:
             return False
         if self._probing or self._clock() < self._open_until:
             self.refused += 1
-            raise StoreUnavailable("store unavailable: circuit open after a failure")
+            raise CircuitOpen("store unavailable: circuit open after a failure")
         self._probing = True
         return True

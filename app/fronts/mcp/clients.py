@@ -19,7 +19,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app.core.catalog import ToolScope, scope_label
 from app.identity import ANONYMOUS, Identities, Identity
-from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json
+from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.mcp.front")
 NAMESPACE = "mcp-client"
@@ -80,7 +80,7 @@ class ClientStates:
         try:
             raw = await self.store.get(_key(client))
         except StoreUnavailable as exc:
-            log.warning("MCP client state unavailable: %s", exc)
+            log.log(unavailable_level(exc), "MCP client state unavailable: %s", exc)
             return ClientView()
         if raw is None:
             return ClientView()
@@ -92,7 +92,7 @@ class ClientStates:
         try:
             await self.store.put(_key(client), dump_json({"seen": view.seen, "enabled": enabled}), self.ttl)
         except StoreUnavailable as exc:
-            log.warning("MCP client state unavailable: %s", exc)
+            log.log(unavailable_level(exc), "MCP client state unavailable: %s", exc)
 
 
 def _key(client: tuple[Identity, str]) -> Key:

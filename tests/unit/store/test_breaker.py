@@ -4,10 +4,11 @@ its cooldown one probe (only one) decides whether it closes."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
-from app.store import StoreUnavailable
+from app.store import StoreUnavailable, unavailable_level
 from app.store.breaker import Circuit
 
 
@@ -69,3 +70,27 @@ async def test_a_failed_probe_keeps_it_open_and_a_refusal_is_an_answer() -> None
     with pytest.raises(ValueError):
         await circuit.run(refused)
     assert circuit.available() and not circuit.open
+
+
+async def test_an_outage_is_logged_once_when_it_begins_and_once_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    """Many requests during one outage: the log says the store went away and came back, not once per operation
+    (the callers log a refusal of the open circuit at debug only)."""
+    now = [0.0]
+    circuit, backend = Circuit((ConnectionError,), cooldown=1.0, clock=lambda: now[0]), Backend()
+    backend.down = True
+    caplog.set_level(logging.DEBUG)
+    failures: list[StoreUnavailable | ConnectionError] = []
+    for step in range(40):  # 4 cooldowns' worth of operations, a failed probe in each
+        now[0] = step * 0.1
+        try:
+            await circuit.run(backend.call)
+        except (StoreUnavailable, ConnectionError) as exc:
+            failures.append(exc)
+    backend.down, now[0] = False, 10.0
+    assert await circuit.run(backend.call) == "ok"
+    warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(failures) == 40 and len(warnings) == 2, warnings
+    assert warnings[0].startswith("store unavailable (ConnectionError)") and warnings[1] == "store answers again"
+    refusals = [exc for exc in failures if isinstance(exc, StoreUnavailable)]
+    assert refusals and {unavailable_level(exc) for exc in refusals} == {logging.DEBUG}
+    assert unavailable_level(StoreUnavailable("store unavailable: TimeoutError")) == logging.WARNING
