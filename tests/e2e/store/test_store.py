@@ -13,6 +13,7 @@ from app.engine.sessions import SessionKey, Sessions
 from app.identity import Identity
 from app.store import open_store
 from tests.unit.store.test_store import (
+    SEMANTICS_TIMEOUT,
     Backend,
     test_entries_expire_their_ttl_after_their_last_write,
     test_incr_counts_within_a_window_set_by_the_first_increment,
@@ -48,7 +49,7 @@ async def backend(redis_url: str, request: pytest.FixtureRequest) -> AsyncIterat
 
     with redis.Redis.from_url(redis_url) as client:
         client.flushdb()
-    store = open_store(redis_url, 1000, 1 << 20, max_owner_bytes=request.param)
+    store = open_store(redis_url, 1000, 1 << 20, max_owner_bytes=request.param, timeout=SEMANTICS_TIMEOUT)
     yield Backend(store, asyncio.sleep)
     await store.aclose()
 
