@@ -322,20 +322,24 @@ def _run_mode(
 
 
 def table(rows: list[Row]) -> str:
-    """One line per conversation and mode, with each mode's ratio of effective input to every tool loaded."""
+    """One line per conversation and mode, with each mode's ratio of effective input to every tool loaded; a mode
+    the gateway refused is one line per catalog."""
     baseline = {(row.catalog, row.shape, row.provider): row.totals for row in rows if row.mode == "all"}
     header = (f"{'catalog':>7} {'conversation':<12} {'upstream':<9} {'mode':<9} {'requests':>8} {'tokens in':>10} "
-              f"{'cacheable':>9} {'uncached':>9} {'effective':>10} {'vs all':>7} {'misses':>6}")  # fmt: skip
-    lines = [header, "-" * len(header)]
+              f"{'cacheable':>9} {'uncached':>9} {'effective':>10} {'vs all':>7} {'arrays':>6} "
+              f"{'misses':>6}")  # fmt: skip
+    lines, refused = [header, "-" * len(header)], set()
     for row in rows:
-        label = f"{row.catalog:>7} {row.shape:<12} {row.provider:<9} {row.mode:<9}"
         if row.totals is None:
-            lines.append(f"{label} not available")
+            if (row.catalog, row.mode) not in refused:
+                refused.add((row.catalog, row.mode))
+                lines.append(f"{row.catalog:>7} {'(every one)':<12} {'':<9} {row.mode:<9} not available")
             continue
+        label = f"{row.catalog:>7} {row.shape:<12} {row.provider:<9} {row.mode:<9}"
         totals, base = row.totals, baseline.get((row.catalog, row.shape, row.provider))
         ratio = f"{totals.effective / base.effective:.2f}x" if base and base.effective else "-"
         lines.append(f"{label} {totals.requests:>8} {totals.tokens:>10,} {totals.share:>9.1%} {totals.uncached:>9,} "
-                     f"{totals.effective:>10,.0f} {ratio:>7} {row.misses:>6}")  # fmt: skip
+                     f"{totals.effective:>10,.0f} {ratio:>7} {row.tool_arrays:>6} {row.misses:>6}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -397,8 +401,12 @@ def main() -> None:
         server.should_exit = True
     text = table(rows)
     print(text)
-    print(f"\n({time.monotonic() - started:.0f} s; o200k_base tokens; effective input at the upstream's own "
-          "multipliers: OpenAI's for chat and Responses, Anthropic's for Anthropic)")  # fmt: skip
+    print(
+        f"\n({time.monotonic() - started:.0f} s) o200k_base tokens. cacheable: the share of input in a prefix shared "
+        "with an earlier request of the conversation; effective: input at the upstream's own multipliers (OpenAI's "
+        "for chat and Responses, Anthropic's at the breakpoints the requests carry); arrays: distinct `tools` "
+        "arrays sent upstream; misses: searches that did not find the scripted tool"
+    )
     if not args.no_record:
         name = args.out or "cache"
         results = {"modes": {mode: modes[mode] for mode in chosen}, "catalogs": catalogs, "semantic": args.semantic,
