@@ -3,7 +3,9 @@ Anthropic's multipliers) and the scripted upstreams, which must refuse what the 
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -192,3 +194,26 @@ def test_reading_what_each_format_makes_callable() -> None:
     assert isinstance(read_messages({"messages": []}), Seen)
     seen = read_responses({"tools": [{"type": "function", "name": "f", "defer_loading": True}], "input": "hi"})
     assert (seen.tools, seen.user, seen.search) == ({"f": True}, "hi", None)
+
+
+def test_a_mode_is_an_overlay_and_one_the_gateway_refuses_prints_as_not_available(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the bench puts bench/ first on it
+    cache = importlib.import_module("bench.cache")
+    base = {"providers": {"chat": {"type": "openai"}, "anthropic": {"type": "anthropic"}},
+            "tool_discovery": {"enabled": True, "semantic": {"enabled": False}}}  # fmt: skip
+    config = cache.merged(base, cache.MODES["call_tool"])
+    assert config["providers"] == {"chat": {"type": "openai", "deferral": "call_tool"},
+                                   "anthropic": {"type": "anthropic", "deferral": "call_tool"}}  # fmt: skip
+    assert config["tool_discovery"] == {"enabled": True, "semantic": {"enabled": False}, "defer": "all"}
+    assert base["providers"]["chat"] == {"type": "openai"}  # the base is left as it was
+
+    totals = cache.Totals()
+    totals.add(cache_bill.Bill(2000, 1500, 1408, 0, 0), "openai")
+    refused = [cache.Row(20, shape, "chat", "native", None) for shape in ("chat_app", "agent")]
+    rows = [cache.Row(20, "chat_app", "chat", "all", totals, tool_arrays=1), *refused]
+    lines = cache.table(rows).splitlines()
+    row = ["20", "chat_app", "chat", "all", "1", "2,000", "75.0%", "500", "733", "1.00x", "1", "0"]
+    assert lines[2].split() == row
+    assert lines[3:] == [f"{20:>7} {'(every one)':<12} {'':<9} {'native':<9} not available"]
