@@ -405,7 +405,7 @@ def main() -> None:
         f"\n({time.monotonic() - started:.0f} s) o200k_base tokens. cacheable: the share of input in a prefix shared "
         "with an earlier request of the conversation; effective: input at the upstream's own multipliers (OpenAI's "
         "for chat and Responses, Anthropic's at the breakpoints the requests carry); arrays: distinct `tools` "
-        "arrays sent upstream; misses: searches that did not find the scripted tool"
+        "arrays sent upstream; misses: scripted MCP tools not found, or whose result did not reach the model"
     )
     if not args.no_record:
         name = args.out or "cache"

@@ -57,6 +57,7 @@ class Seen:
     search: str | None = None  # "function" or "tool_search"
     loaded: set[str] = field(default_factory=set)  # named by tool_reference / tool_search_output
     results: list[str] = field(default_factory=list)  # every tool result's text, for call_tool's names
+    recent: list[str] = field(default_factory=list)  # the tool results' texts since the last user text
     user: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # since the last user text
 
@@ -74,7 +75,7 @@ class Model:
 
     def __init__(self) -> None:
         self.steps: dict[str, Step] = {}
-        self.misses: list[str] = []  # MCP tools a search did not make callable
+        self.misses: list[str] = []  # MCP tools a search did not make callable, or whose result did not come
         self.lock = threading.Lock()
 
     def learn(self, steps: list[Step]) -> None:
@@ -106,6 +107,11 @@ class Model:
                     self.misses.append(action.tool)
                 return Decision("answer", text=f"I could not find a tool for: {action.query}")
             return Decision("search", SEARCH, {"query": action.query})
+        for action in step.actions:  # bench/cache_catalog.py's answers name their tool
+            marker = f"{action.tool.split('__', 1)[-1]}: done for"
+            if action.query and not any(marker in text for text in seen.recent):
+                with self.lock:
+                    self.misses.append(f"{action.tool} (its result never came back)")
         return Decision("answer", text=step.answer)
 
 
@@ -119,7 +125,7 @@ def read_chat(body: dict[str, Any]) -> Seen:
     for message in body.get("messages") or []:
         role = message.get("role")
         if role == "user":
-            seen.user, seen.calls = _text(message.get("content")), []
+            seen.user, seen.calls, seen.recent = _text(message.get("content")), [], []
         elif role == "assistant":
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
@@ -164,7 +170,7 @@ def read_messages(body: dict[str, Any]) -> Seen:
             continue
         results = [part for part in parts if part.get("type") == "tool_result"]
         if not results:
-            seen.user, seen.calls = _text(parts), []
+            seen.user, seen.calls, seen.recent = _text(parts), [], []
         for part in results:
             if part.get("tool_use_id") not in calls:
                 raise Refused(f"tool_result without a matching tool_use: {part.get('tool_use_id')!r}")
@@ -199,7 +205,7 @@ def read_responses(body: dict[str, Any]) -> Seen:
     for item in items:
         kind = item.get("type", "message")
         if kind == "message" and item.get("role") == "user":
-            seen.user, seen.calls = _text(item.get("content")), []
+            seen.user, seen.calls, seen.recent = _text(item.get("content")), [], []
         elif kind in ("function_call", "tool_search_call"):
             name = SEARCH if kind == "tool_search_call" else item.get("name")
             arguments = item.get("arguments")
@@ -281,6 +287,7 @@ def _result(seen: Seen, content: Any) -> None:
                 raise Refused(f"tool_reference to {name!r}, which is not a deferred tool in tools")
             seen.loaded.add(name)
     seen.results.append(content if isinstance(content, str) else _text(content))
+    seen.recent.append(seen.results[-1])
 
 
 # -- the app ------------------------------------------------------------------------------------------------------

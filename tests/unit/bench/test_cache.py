@@ -217,3 +217,15 @@ def test_a_mode_is_an_overlay_and_one_the_gateway_refuses_prints_as_not_availabl
     row = ["20", "chat_app", "chat", "all", "1", "2,000", "75.0%", "500", "733", "1.00x", "1", "0"]
     assert lines[2].split() == row
     assert lines[3:] == [f"{20:>7} {'(every one)':<12} {'':<9} {'native':<9} not available"]
+
+
+def test_an_mcp_result_that_never_reaches_the_model_counts_as_a_miss() -> None:
+    model = Model()
+    model.learn([Step("price?", (Action("fin__stock_price", {"symbol": "NVDA"}, query="stock price"),), "done")])
+    tools = [{"type": "function", "function": {"name": "fin__stock_price", "parameters": {}}}]
+    call = {"id": "c1", "type": "function", "function": {"name": "fin__stock_price", "arguments": "{}"}}
+    for result in ('stock_price: done for {"symbol": "NVDA"}', "error: the server is down"):
+        messages = [{"role": "user", "content": "price?"}, {"role": "assistant", "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": result}]  # fmt: skip
+        assert model.decide(read_chat({"tools": tools, "messages": messages})).text == "done"
+    assert model.misses == ["fin__stock_price (its result never came back)"]
