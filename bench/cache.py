@@ -318,6 +318,25 @@ def _run_mode(
     return rows
 
 
+def mode_rows(
+    base: dict[str, Any], overlay: dict[str, Any], mode: str, catalog: int, runs: list[tuple[str, str]],
+    upstreams: Upstreams, scripts: dict[str, dict[str, Any]],
+) -> list[Row]:  # fmt: skip
+    """The mode's rows; when the gateway refuses an overlay meant for every provider (`"*"`), it is tried on each
+    provider alone, so a mode that one provider type supports and another does not still gets that type's rows."""
+    rows = run_mode(merged(base, overlay), mode, catalog, runs, upstreams, scripts)
+    each = overlay.get("providers", {}).get("*")
+    if each is None or any(row.totals is not None for row in rows):
+        return rows
+    rows = []
+    for provider in PROVIDERS:
+        mine = [run for run in runs if run[1] == provider]
+        if mine:
+            alone = merged(base, {**overlay, "providers": {provider: each}})
+            rows += run_mode(alone, mode, catalog, mine, upstreams, scripts)
+    return sorted(rows, key=lambda row: runs.index((row.shape, row.provider)))
+
+
 # -- the table ----------------------------------------------------------------------------------------------------
 
 
@@ -330,12 +349,15 @@ def table(rows: list[Row]) -> str:
               f"{'misses':>6}")  # fmt: skip
     lines, refused = [header, "-" * len(header)], set()
     for row in rows:
+        label = f"{row.catalog:>7} {row.shape:<12} {row.provider:<9} {row.mode:<9}"
         if row.totals is None:
-            if (row.catalog, row.mode) not in refused:
+            alike = [other for other in rows if (other.catalog, other.mode) == (row.catalog, row.mode)]
+            if any(other.totals is not None for other in alike):
+                lines.append(f"{label} not available")
+            elif (row.catalog, row.mode) not in refused:
                 refused.add((row.catalog, row.mode))
                 lines.append(f"{row.catalog:>7} {'(every one)':<12} {'':<9} {row.mode:<9} not available")
             continue
-        label = f"{row.catalog:>7} {row.shape:<12} {row.provider:<9} {row.mode:<9}"
         totals, base = row.totals, baseline.get((row.catalog, row.shape, row.provider))
         ratio = f"{totals.effective / base.effective:.2f}x" if base and base.effective else "-"
         lines.append(f"{label} {totals.requests:>8} {totals.tokens:>10,} {totals.share:>9.1%} {totals.uncached:>9,} "
@@ -396,7 +418,7 @@ def main() -> None:
                 base = gateway_config(paths, upstream_url, args.semantic)
                 for mode in chosen:
                     print(f"catalog {size}: mode {mode}", file=sys.stderr)
-                    rows += run_mode(merged(base, modes[mode]), mode, size, runs, upstreams, scripts)
+                    rows += mode_rows(base, modes[mode], mode, size, runs, upstreams, scripts)
     finally:
         server.should_exit = True
     text = table(rows)

@@ -229,3 +229,23 @@ def test_an_mcp_result_that_never_reaches_the_model_counts_as_a_miss() -> None:
                     {"role": "tool", "tool_call_id": "c1", "content": result}]  # fmt: skip
         assert model.decide(read_chat({"tools": tools, "messages": messages})).text == "done"
     assert model.misses == ["fin__stock_price (its result never came back)"]
+
+
+def test_a_mode_one_provider_type_refuses_still_gets_the_rows_of_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    cache = importlib.import_module("bench.cache")
+
+    def run_mode(config: dict[str, Any], mode: str, catalog: int, runs: list[tuple[str, str]], *_: Any) -> list[Any]:
+        """A gateway that accepts `deferral` on the anthropic provider only."""
+        accepted = all("deferral" not in spec for name, spec in config["providers"].items() if name != "anthropic")
+        return [
+            cache.Row(catalog, shape, provider, mode, cache.Totals() if accepted else None) for shape, provider in runs
+        ]
+
+    monkeypatch.setattr(cache, "run_mode", run_mode)
+    base = {"providers": {name: {"type": kind} for name, kind in cache.PROVIDERS.items()}}
+    rows = cache.mode_rows(base, cache.MODES["native"], "native", 100, cache.RUNS, None, {})
+
+    assert [(row.shape, row.provider) for row in rows] == cache.RUNS
+    assert [row.provider for row in rows if row.totals is not None] == ["anthropic", "anthropic"]
+    assert "    100 chat_app     chat      native    not available" in cache.table(rows).splitlines()
