@@ -27,6 +27,10 @@ class ProviderConfig(Strict):
         32 * 1024 * 1024, ge=1024, description="a larger answer or error body is a 502; a stream ends with an error"
     )
     anthropic_version: str = "2023-06-01"
+    prompt_cache: Literal["auto", "off"] = Field(
+        "auto",
+        description="anthropic only: auto places cache breakpoints (tools, system, last turn) where a client set none",
+    )
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",
         description="hosted tools (web_search, ...) this upstream cannot run: left out of its calls (drop), or a 400",
