@@ -41,14 +41,15 @@ class CacheAccount:
         self._write: int | None = None
         self._kept_out = 0
         self._lost = 0
-        self._tools: list[ToolSpec] | None = None
+        self._tools: list[ToolSpec] = []  # the previous round's, and their names
+        self._names: list[str] | None = None
         self._prompt = 0  # the previous round's reported prompt tokens
 
     def round(self, tools: list[ToolSpec], usage: Usage | None, unsent_tool_tokens: int, answered: bool) -> None:
         names = [spec.name for spec in tools]
-        if self._tools is not None and names != [spec.name for spec in self._tools] and self._prompt:
+        if self._names is not None and names != self._names and self._prompt:
             self._lost += max(self._prompt - tool_tokens(self._tools), 0)
-        self._tools, self._prompt = list(tools), usage.prompt_tokens if usage is not None else 0
+        self._tools, self._names, self._prompt = tools, names, usage.prompt_tokens if usage is not None else 0
         if answered:
             self._kept_out += unsent_tool_tokens
         if usage is not None:

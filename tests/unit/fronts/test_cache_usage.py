@@ -75,13 +75,32 @@ async def test_an_anthropic_upstreams_cache_reaches_every_front(gateway_factory:
         assert chat["tool_discovery"]["cache_read_tokens"] == 300
         assert chat["tool_discovery"]["cache_write_tokens"] == 200
 
+        gpt = openai.AsyncOpenAI(base_url="http://gw/v1", api_key="x", http_client=client)
+        chunks = await gpt.chat.completions.create(
+            model="sonnet", messages=ask, stream=True, stream_options={"include_usage": True}
+        )
+        last = [chunk async for chunk in chunks][-1]
+        assert last.usage is not None and last.usage.prompt_tokens_details is not None
+        assert (
+            last.usage.prompt_tokens_details.cached_tokens,
+            last.usage.prompt_tokens_details.cache_write_tokens,
+        ) == (
+            300,
+            200,
+        )
+
         answered = (await client.post("/v1/responses", json={"model": "sonnet", "input": "hi"})).json()
         assert answered["usage"]["input_tokens"] == 510
         assert answered["usage"]["input_tokens_details"] == {"cached_tokens": 300, "cache_write_tokens": 200}
+        events = await gpt.responses.create(model="sonnet", input="hi", stream=True)
+        completed = [event async for event in events][-1]
+        assert completed.type == "response.completed" and completed.response.usage is not None
+        details = completed.response.usage.input_tokens_details
+        assert (details.cached_tokens, details.cache_write_tokens) == (300, 200)
 
         metrics = (await client.get("/metrics")).text
-        assert 'toolsift_upstream_cached_tokens_total{identity="anonymous"} 1200.0' in metrics
-        assert 'toolsift_upstream_cache_write_tokens_total{identity="anonymous"} 800.0' in metrics
+        assert 'toolsift_upstream_cached_tokens_total{identity="anonymous"} 1800.0' in metrics  # six answers
+        assert 'toolsift_upstream_cache_write_tokens_total{identity="anonymous"} 1200.0' in metrics
 
 
 async def test_an_openai_upstreams_cache_reaches_the_messages_front(gateway_factory: Any) -> None:
