@@ -26,9 +26,9 @@ def usage_from_openai(usage: Any) -> Usage | None:
     if isinstance(details, dict):
         read, write = reported_count(details.get("cached_tokens")), reported_count(details.get("cache_write_tokens"))
         rest = {key: value for key, value in details.items() if key not in CACHE_DETAILS}
-        if rest or (read is None and write is None):
+        if rest:
             extra["prompt_tokens_details"] = rest
-        else:
+        elif read is not None or write is not None:  # else (no counts at all) they stay as they came
             del extra["prompt_tokens_details"]
     return Usage(
         prompt_tokens=usage.get("prompt_tokens") or 0,
