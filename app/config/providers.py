@@ -33,6 +33,10 @@ class ProviderConfig(Strict):
         "the gateway's own tokenizer",
     )
     anthropic_version: str = "2023-06-01"
+    prompt_cache: Literal["auto", "off"] = Field(
+        "auto",
+        description="anthropic only: auto places cache breakpoints (tools, system, last turn) where a client set none",
+    )
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",
         description="hosted tools (web_search, ...) this upstream cannot run: left out of its calls (drop), or a 400",

@@ -93,18 +93,41 @@ class ToolSpec:
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts; `extra` holds every other field an upstream reported (details, cost), summed alike."""
+    """Token counts; `extra` holds every other field an upstream reported (details, cost), summed alike.
+
+    `prompt_tokens` counts every input token, as OpenAI does; the cache's share of them is typed apart, since it is
+    billed apart: `cache_read_tokens` read from the upstream's prompt cache (about 0.1x), `cache_write_tokens`
+    written to it (Anthropic's 1.25x). None is "not reported", so a front shows what the upstream showed.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     extra: JsonObject = field(default_factory=dict)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.total_tokens += other.total_tokens
         self.extra = _summed(self.extra, other.extra)
+        self.cache_read_tokens = _plus(self.cache_read_tokens, other.cache_read_tokens)
+        self.cache_write_tokens = _plus(self.cache_write_tokens, other.cache_write_tokens)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Input tokens neither read from nor written to the cache: Anthropic's `input_tokens`."""
+        return max(self.prompt_tokens - (self.cache_read_tokens or 0) - (self.cache_write_tokens or 0), 0)
+
+
+def _plus(total: int | None, more: int | None) -> int | None:
+    return total if more is None else (total or 0) + more
+
+
+def reported_count(value: object) -> int | None:
+    """An upstream's token count, or None when it gave none (or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _summed(total: JsonObject, more: JsonObject) -> JsonObject:

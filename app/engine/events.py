@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.engine.cache_account import CacheFigures
 from app.errors import GatewayError
 
 
@@ -133,6 +134,7 @@ class DiscoveryStats:
     loaded_tools: tuple[str, ...]
     round_limit_reached: bool
     hosted_tools_dropped: tuple[str, ...] = ()  # hosted tools the upstream could not run, left out of its calls
+    cache: CacheFigures = field(default_factory=CacheFigures)  # the upstream's cache, and discovery's effect on it
 
     def as_json(self) -> JsonObject:
         dropped = {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
@@ -146,6 +148,7 @@ class DiscoveryStats:
             "loaded_tools": list(self.loaded_tools),
             "round_limit_reached": self.round_limit_reached,
             **dropped,
+            **self.cache.as_json(),
         }
 
 

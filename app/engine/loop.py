@@ -29,6 +29,7 @@ from app.core.model import (
 )
 from app.discovery.search import shown_name
 from app.engine import spans
+from app.engine.cache_account import CacheAccount
 from app.engine.events import (
     CallRefused,
     ClientToolCall,
@@ -79,6 +80,7 @@ class ChatLoop:
     hosted_dropped: tuple[str, ...] = ()  # and those it does not, left out
     trace: RequestTrace = NO_TRACE  # the request's span: its rounds, searches and MCP calls are spans below it
     identity: Identity = ANONYMOUS  # whose credentials a server that acts as each caller uses
+    cache: CacheAccount = field(default_factory=CacheAccount)  # what discovery did to the bill
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -149,10 +151,12 @@ class ChatLoop:
                 raise GatewayError(502, "The upstream closed the stream without any data.", "upstream_error")
         except GatewayError as exc:
             spans.failed(span, exc)
+            self.cache.round(upstream.tools, turn.usage, unsent, answered=False)
             yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, ok=False)
             raise
         finally:
             spans.round_finished(span, turn.meta, turn.usage, turn.finish_reason)
+        self.cache.round(upstream.tools, turn.usage, unsent, answered=True)
         yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, extra=turn.extra)
 
     async def _deltas(self, upstream: UpstreamRequest) -> AsyncGenerator[Delta, None]:
@@ -302,6 +306,7 @@ class ChatLoop:
             loaded_tools=tuple(self.tools.loaded_names),
             round_limit_reached=self.round_limit_reached,
             hosted_tools_dropped=self.hosted_dropped,
+            cache=self.cache.figures(),
         )
 
 

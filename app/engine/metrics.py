@@ -24,6 +24,20 @@ class Metrics:
         self.identity_tokens = Counter(
             "toolsift_identity_tokens", "Upstream tokens by identity", ["identity"], registry=r
         )
+        # The upstream's prompt cache, as it reported it: tokens read from it (billed at about 0.1x) and written
+        # to it (Anthropic's 1.25x), both also counted in the identity's tokens.
+        self.cached_tokens = Counter(
+            "toolsift_upstream_cached_tokens",
+            "Prompt tokens the upstream read from its cache",
+            ["identity"],
+            registry=r,
+        )
+        self.cache_write_tokens = Counter(
+            "toolsift_upstream_cache_write_tokens",
+            "Prompt tokens the upstream wrote to its cache",
+            ["identity"],
+            registry=r,
+        )
         self.limited = Counter(
             "toolsift_limit_refusals", "Requests refused by an identity's limit", ["identity", "limit"], registry=r
         )
@@ -36,6 +50,11 @@ class Metrics:
         self.prefetched = Counter("toolsift_tools_prefetched", "Tools loaded by prefetch", registry=r)
         self.tokens_saved = Counter(
             "toolsift_tool_tokens_saved", "Estimated tool-definition tokens not sent upstream", registry=r
+        )
+        self.cache_hits_lost = Counter(
+            "toolsift_cache_hits_lost",
+            "Estimated prompt tokens the upstream could have read from its cache had discovery not changed the tools",
+            registry=r,
         )
         self.mcp_calls = Histogram(
             "toolsift_mcp_call_seconds", "MCP tool call latency", ["server"], buckets=LATENCY_BUCKETS, registry=r

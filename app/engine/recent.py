@@ -77,6 +77,9 @@ def summarize(
         "mcp_errors": record.mcp_errors,
         "tokens_saved": record.tokens_saved,
         "total_tokens": record.usage.total_tokens if record.usage is not None else None,
+        "cache_read_tokens": record.usage.cache_read_tokens if record.usage is not None else None,
+        "cache_write_tokens": record.usage.cache_write_tokens if record.usage is not None else None,
+        "cache_hits_lost": stats.cache.cache_hits_lost if stats is not None else 0,
         "total_ms": total_ms,
         "likely_miss": any(search["miss"] for search in searches),
     }

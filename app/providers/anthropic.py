@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncGenerator
 
 from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
+from app.codecs.anthropic.breakpoints import with_breakpoints
 from app.codecs.anthropic.protocol import BETA_HEADER, AnthropicEvent, AnthropicMessage
 from app.codecs.anthropic.requests import request_body
 from app.config import ProviderConfig
@@ -25,6 +26,7 @@ class AnthropicProvider(HttpProvider):
             auth["x-api-key"] = config.api_key
         super().__init__(name, config, auth, unset_key_variable)
         self.max_tokens = config.max_tokens
+        self.prompt_cache = config.prompt_cache
         configured = next((v for k, v in config.extra_headers.items() if k.lower() == BETA_HEADER), "")
         self.betas = _betas(configured)
 
@@ -58,7 +60,8 @@ class AnthropicProvider(HttpProvider):
                 yield delta
 
     def _body(self, request: UpstreamRequest) -> dict[str, object]:
-        return request_body(request, self.max_tokens)
+        body = request_body(request, self.max_tokens)
+        return with_breakpoints(body) if self.prompt_cache == "auto" else body
 
     def _headers(self, request: UpstreamRequest) -> dict[str, str] | None:
         """The client's betas after the configured ones, each once."""

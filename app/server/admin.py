@@ -139,7 +139,8 @@ class AdminApi:
                 if sample.name.endswith(("_total", "_count")):
                     totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
         recent = self.gateway.recent.latest()
-        names = ("requests", "rounds", "search_calls", "tools_discovered", "tools_prefetched", "tool_tokens_saved")
+        names = ("requests", "rounds", "search_calls", "tools_discovered", "tools_prefetched", "tool_tokens_saved",
+                 "cache_hits_lost", "upstream_cached_tokens", "upstream_cache_write_tokens")  # fmt: skip
         headline = {name: int(totals.get(f"toolsift_{name}_total", 0)) for name in names}
         headline["mcp_calls"] = int(totals.get("toolsift_mcp_call_seconds_count", 0))
         headline["mcp_errors"] = int(totals.get("toolsift_mcp_errors_total", 0))

@@ -20,9 +20,11 @@ from typing import Any, TypeVar
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from app.core.model import Usage
 from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.gateway import Gateway
+from app.engine.metrics import Metrics
 from app.engine.record import RequestRecord
 from app.errors import GatewayError, RequestRefused
 from app.fronts.base import Call, Front, Limits
@@ -231,6 +233,14 @@ def _too_large(limit: int) -> GatewayError:
     )
 
 
+def _count_cache(metrics: Metrics, identity: str, usage: Usage) -> None:
+    """The upstream's cache reads and writes, where it reported them (any integer, so only what is positive)."""
+    if usage.cache_read_tokens is not None and usage.cache_read_tokens > 0:
+        metrics.cached_tokens.labels(identity).inc(usage.cache_read_tokens)
+    if usage.cache_write_tokens is not None and usage.cache_write_tokens > 0:
+        metrics.cache_write_tokens.labels(identity).inc(usage.cache_write_tokens)
+
+
 def _log_request(
     gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], record: RequestRecord
 ) -> None:
@@ -241,6 +251,8 @@ def _log_request(
     metrics.identity_requests.labels(facts["identity"], str(status)).inc()
     if record.usage is not None and record.usage.total_tokens > 0:  # an upstream's usage is any integer
         metrics.identity_tokens.labels(facts["identity"]).inc(record.usage.total_tokens)
+    if record.usage is not None:
+        _count_cache(metrics, facts["identity"], record.usage)
     fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
     stats = record.discovery
     if stats is not None:
@@ -254,7 +266,9 @@ def _log_request(
             upstream_ms=round(record.upstream_seconds * 1000, 1),
             tokens=record.usage.total_tokens if record.usage is not None else "-",
             tool_tokens_saved=record.tokens_saved,
+            cache_hits_lost=stats.cache.cache_hits_lost,
         )
+        metrics.cache_hits_lost.inc(stats.cache.cache_hits_lost)
         metrics.searches.inc(stats.search_calls)
         metrics.discovered.inc(len(stats.tools_discovered))
         metrics.prefetched.inc(len(stats.tools_prefetched))

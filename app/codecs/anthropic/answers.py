@@ -13,18 +13,20 @@ import time
 from dataclasses import dataclass, field
 
 from app.codecs.anthropic.protocol import FINISH_REASONS, STOP_REASONS, THINKING
-from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage, reported_count
 from app.errors import GatewayError
 
 
 def usage_in(usage: JsonObject | None) -> Usage | None:
-    """Anthropic's usage as the engine's: cached and cache-written prompt tokens counted in the prompt."""
+    """Anthropic's usage as the engine's: the prompt counts every input token, the cache's reads and writes kept
+    apart (Anthropic's `input_tokens` counts neither)."""
     if not usage:
         return None
     cache_read = int(usage.get("cache_read_input_tokens") or 0)
-    prompt = int(usage.get("input_tokens") or 0) + int(usage.get("cache_creation_input_tokens") or 0) + cache_read
+    cache_write = reported_count(usage.get("cache_creation_input_tokens")) or None  # a chat client sees writes only
+    prompt = int(usage.get("input_tokens") or 0) + (cache_write or 0) + cache_read
     completion = int(usage.get("output_tokens") or 0)
-    return Usage(prompt, completion, prompt + completion, {"prompt_tokens_details": {"cached_tokens": cache_read}})
+    return Usage(prompt, completion, prompt + completion, cache_read_tokens=cache_read, cache_write_tokens=cache_write)
 
 
 def finish_reason(stop_reason: str | None) -> str:
@@ -145,16 +147,13 @@ def stop_reason(finish: str) -> str:
 
 
 def usage_json(usage: Usage | None) -> JsonObject:
-    """Usage in Anthropic's terms: cached prompt tokens (as an upstream reported them) apart from the rest."""
+    """Usage in Anthropic's terms: the cache's reads and writes (as an upstream reported them) apart from the rest."""
     usage = usage or Usage()
-    details = usage.extra.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    cached = cached if isinstance(cached, int) else 0
     return {
-        "input_tokens": max(usage.prompt_tokens - cached, 0),
+        "input_tokens": usage.uncached_tokens,
         "output_tokens": usage.completion_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": usage.cache_write_tokens or 0,
+        "cache_read_input_tokens": usage.cache_read_tokens or 0,
     }
 
 

@@ -7,22 +7,36 @@ from __future__ import annotations
 from typing import Any
 
 from app.codecs.openai_chat.protocol import REASONING_FIELDS
-from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage, reported_count
 
 MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "function_call", *REASONING_FIELDS})
 READ_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", *REASONING_FIELDS})
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+CACHE_DETAILS = ("cached_tokens", "cache_write_tokens")  # typed in Usage, out of `prompt_tokens_details`
 META_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier"})
 
 
 def usage_from_openai(usage: Any) -> Usage | None:
+    """A chat usage as the engine's: `prompt_tokens_details`' cache counts typed, its other details in `extra`."""
     if not isinstance(usage, dict):
         return None
+    extra = {key: value for key, value in usage.items() if key not in USAGE_FIELDS}
+    details = extra.get("prompt_tokens_details")
+    read = write = None
+    if isinstance(details, dict):
+        read, write = reported_count(details.get("cached_tokens")), reported_count(details.get("cache_write_tokens"))
+        rest = {key: value for key, value in details.items() if key not in CACHE_DETAILS}
+        if rest:
+            extra["prompt_tokens_details"] = rest
+        elif read is not None or write is not None:  # else (no counts at all) they stay as they came
+            del extra["prompt_tokens_details"]
     return Usage(
         prompt_tokens=usage.get("prompt_tokens") or 0,
         completion_tokens=usage.get("completion_tokens") or 0,
         total_tokens=usage.get("total_tokens") or 0,
-        extra={key: value for key, value in usage.items() if key not in USAGE_FIELDS},
+        extra=extra,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
     )
 
 
@@ -120,12 +134,18 @@ def _fragment(index: int, call: JsonObject) -> CallFragment:
 
 
 def usage_json(usage: Usage) -> JsonObject:
-    return {
+    body: JsonObject = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
         **usage.extra,
     }
+    counts = (usage.cache_read_tokens, usage.cache_write_tokens)
+    cache = {name: count for name, count in zip(CACHE_DETAILS, counts, strict=True) if count is not None}
+    if cache:
+        details = body.get("prompt_tokens_details")
+        body["prompt_tokens_details"] = {**cache, **(details if isinstance(details, dict) else {})}
+    return body
 
 
 def tool_call_json(call: ToolCall) -> JsonObject:

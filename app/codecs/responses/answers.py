@@ -19,7 +19,7 @@ from typing import Any
 from app.codecs.responses.input import OWN_ITEMS
 from app.codecs.responses.items import INCOMPLETE
 from app.codecs.responses.tools import LOCAL_SHELL, TOOL_SEARCH, action_arguments, custom_arguments, flat_name
-from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, Usage
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, Usage, reported_count
 
 FINISH_REASONS = {reason: finish for finish, reason in INCOMPLETE.items()}  # incomplete_details.reason -> finish
 USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details")
@@ -30,14 +30,14 @@ def usage_in(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     extra: JsonObject = {key: value for key, value in usage.items() if key not in USAGE_FIELDS}
-    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
+    details = usage.get("input_tokens_details") or {}
     reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
-    if isinstance(cached, int):
-        extra["prompt_tokens_details"] = {"cached_tokens": cached}
     if isinstance(reasoning, int):
         extra["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-    return Usage(prompt, completion, int(usage.get("total_tokens") or prompt + completion), extra)
+    total = int(usage.get("total_tokens") or prompt + completion)
+    read, write = reported_count(details.get("cached_tokens")), reported_count(details.get("cache_write_tokens"))
+    return Usage(prompt, completion, total, extra, cache_read_tokens=read, cache_write_tokens=write)
 
 
 def meta_of(response: JsonObject) -> ResponseMeta:

@@ -238,11 +238,11 @@ def function_call_item(call: ToolCall, status: str = "completed", ident: str | N
 def usage_json(usage: Usage | None) -> JsonObject | None:
     if usage is None:
         return None
-    prompt_details = usage.extra.get("prompt_tokens_details")
     completion_details = usage.extra.get("completion_tokens_details")
+    cache = {"cached_tokens": usage.cache_read_tokens or 0, "cache_write_tokens": usage.cache_write_tokens or 0}
     return {
         "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": _count(prompt_details, "cached_tokens"), "cache_write_tokens": 0},
+        "input_tokens_details": cache,
         "output_tokens": usage.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": _count(completion_details, "reasoning_tokens")},
         "total_tokens": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,

@@ -70,7 +70,8 @@ async function loadMetrics() {
   const metrics = await api("/admin/metrics");
   const labels = {
     requests: "requests", rounds: "upstream rounds", search_calls: "searches", tools_discovered: "tools found",
-    tools_prefetched: "tools prefetched", tool_tokens_saved: "tool tokens saved", mcp_calls: "MCP calls",
+    tools_prefetched: "tools prefetched", tool_tokens_saved: "tool tokens kept out",
+    cache_hits_lost: "cache hits lost (est.)", upstream_cached_tokens: "cached tokens read", mcp_calls: "MCP calls",
     mcp_errors: "MCP errors", recent_likely_misses: "likely misses (recent)",
   };
   const items = Object.entries(labels).map(([key, label]) => {
@@ -216,7 +217,8 @@ async function loadRequests() {
   fill("requests", data.requests.map((r) => row([
     new Date(r.time * 1000).toLocaleTimeString(), el("td", r.id), el("td", r.identity || "-"), num(r.status),
     r.model || "-", num(r.rounds),
-    searchesCell(r.searches), r.tools_called.join(", ") || "-", num(r.tokens_saved), num(r.total_ms),
+    searchesCell(r.searches), r.tools_called.join(", ") || "-", num(r.tokens_saved), num(r.cache_hits_lost),
+    num(r.cache_read_tokens), num(r.cache_write_tokens), num(r.total_ms),
   ], "request" + (r.likely_miss ? " miss" : ""))));
 }
 

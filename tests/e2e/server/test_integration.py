@@ -265,7 +265,8 @@ def test_the_same_sdk_code_works_against_an_anthropic_upstream(
     assert reasons == ["stop"]
     assert usage is not None and usage.prompt_tokens == 180 and usage.completion_tokens == 18
     first = scripted.requests[0]
-    assert first["system"] == "Be brief." and first["max_tokens"] == 4096 and first["model"] == "claude-sonnet-4-5"
+    assert first["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    assert first["max_tokens"] == 4096 and first["model"] == "claude-sonnet-4-5"
     assert first["tools"][-1]["name"] == "search_tools" and "input_schema" in first["tools"][-1]
     assert scripted.headers[0]["x-api-key"] == "sk-ant-integration"
     result = scripted.requests[2]["messages"][-1]["content"][0]

@@ -69,7 +69,7 @@ def test_a_request_reads_back_as_written(stream: bool) -> None:
 
 
 USAGE = Usage(
-    10, 5, 15, {"prompt_tokens_details": {"cached_tokens": 2}, "completion_tokens_details": {"reasoning_tokens": 3}}
+    10, 5, 15, {"completion_tokens_details": {"reasoning_tokens": 3}}, cache_read_tokens=2, cache_write_tokens=1
 )
 CALL = ToolCall("call_b", "lookup", '{"order": "8"}')
 

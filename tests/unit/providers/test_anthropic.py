@@ -103,7 +103,8 @@ async def test_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway
     }
     assert result["usage"]["prompt_tokens"] == 600 and result["usage"]["completion_tokens"] == 60
     first = calls[0]["body"]
-    assert first["model"] == "claude-sonnet-4-5" and first["max_tokens"] == 1024 and first["system"] == "Be exact."
+    assert first["model"] == "claude-sonnet-4-5" and first["max_tokens"] == 1024
+    assert first["system"] == [{"type": "text", "text": "Be exact.", "cache_control": {"type": "ephemeral"}}]
     assert [tool["name"] for tool in first["tools"]][-1] == "search_tools"
     assert calls[0]["headers"]["x-api-key"] == "sk-ant-test" and calls[0]["headers"]["anthropic-version"]
     third = calls[2]["body"]["messages"]

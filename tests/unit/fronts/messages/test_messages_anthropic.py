@@ -11,15 +11,17 @@ import anthropic
 import httpx
 
 from tests.support import load_example
-from tests.support.anthropic import anthropic_config, message, sdk, sse, streamed_message, tool_use
+from tests.support.anthropic import CLAUDE_PROVIDER, anthropic_config, message, sdk, sse, streamed_message, tool_use
 
 THINK = {"type": "thinking", "thinking": "The user wants a conversion.", "signature": "sig-Zm9vYmFy=="}
 CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 
 
 async def _client(gateway_factory: Any) -> httpx.AsyncClient:
+    """The gateway places no cache breakpoints of its own here: the tests compare what reached the upstream."""
     targets = {name: load_example(name).mcp for name in ("weather", "finance")}
-    client, _ = await gateway_factory(anthropic_config(), targets=targets)
+    providers = {"claude": {**CLAUDE_PROVIDER, "prompt_cache": "off"}}
+    client, _ = await gateway_factory(anthropic_config(providers=providers), targets=targets)
     return client  # type: ignore[no-any-return]
 
 
