@@ -27,6 +27,11 @@ class ProviderConfig(Strict):
         32 * 1024 * 1024, ge=1024, description="a larger answer or error body is a 502; a stream ends with an error"
     )
     anthropic_version: str = "2023-06-01"
+    deferral: Literal["tools", "call_tool"] = Field(
+        "tools",
+        description="how found tools reach this upstream: added to `tools` (tools), or run through one fixed "
+        "`call_tool` tool, so the tool list never changes within a conversation (call_tool)",
+    )
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",
         description="hosted tools (web_search, ...) this upstream cannot run: left out of its calls (drop), or a 400",

@@ -133,9 +133,14 @@ class DiscoveryStats:
     loaded_tools: tuple[str, ...]
     round_limit_reached: bool
     hosted_tools_dropped: tuple[str, ...] = ()  # hosted tools the upstream could not run, left out of its calls
+    deferral: str = "tools"  # how found tools reached the upstream (providers.<name>.deferral)
 
     def as_json(self) -> JsonObject:
-        dropped = {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
+        more: JsonObject = (
+            {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
+        )
+        if self.deferral != "tools":  # fields only added: the default mode's stats read as before
+            more["deferral"] = self.deferral
         return {
             "rounds": self.rounds,
             "search_calls": self.search_calls,
@@ -145,7 +150,7 @@ class DiscoveryStats:
             "deferred_tools": self.deferred_tools,
             "loaded_tools": list(self.loaded_tools),
             "round_limit_reached": self.round_limit_reached,
-            **dropped,
+            **more,
         }
 
 
