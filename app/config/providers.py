@@ -37,6 +37,11 @@ class ProviderConfig(Strict):
         "auto",
         description="anthropic only: auto places cache breakpoints (tools, system, last turn) where a client set none",
     )
+    deferral: Literal["tools", "call_tool"] = Field(
+        "tools",
+        description="how found tools reach this upstream: added to `tools` (tools), or run through one fixed "
+        "`call_tool` tool, so the tool list never changes within a conversation (call_tool)",
+    )
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",
         description="hosted tools (web_search, ...) this upstream cannot run: left out of its calls (drop), or a 400",

@@ -135,9 +135,14 @@ class DiscoveryStats:
     round_limit_reached: bool
     hosted_tools_dropped: tuple[str, ...] = ()  # hosted tools the upstream could not run, left out of its calls
     cache: CacheFigures = field(default_factory=CacheFigures)  # the upstream's cache, and discovery's effect on it
+    deferral: str = "tools"  # how found tools reached the upstream (providers.<name>.deferral)
 
     def as_json(self) -> JsonObject:
-        dropped = {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
+        more: JsonObject = (
+            {"hosted_tools_dropped": list(self.hosted_tools_dropped)} if self.hosted_tools_dropped else {}
+        )
+        if self.deferral != "tools":  # fields only added: the default mode's stats read as before
+            more["deferral"] = self.deferral
         return {
             "rounds": self.rounds,
             "search_calls": self.search_calls,
@@ -147,7 +152,7 @@ class DiscoveryStats:
             "deferred_tools": self.deferred_tools,
             "loaded_tools": list(self.loaded_tools),
             "round_limit_reached": self.round_limit_reached,
-            **dropped,
+            **more,
             **self.cache.as_json(),
         }
 

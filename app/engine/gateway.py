@@ -144,7 +144,9 @@ class Gateway:
             admission = await self.limits.admit(  # 429 before any event
                 caller.identity, counted=not caller.admitted, reserve=meter.estimate if meter else None
             )
-            tools = await self.request_tools(request, session, scope)
+            provider = config.providers.get(route.provider.name)
+            deferral = provider.deferral if provider is not None else "tools"
+            tools = await self.request_tools(request, session, scope, deferral)
             loop = ChatLoop(
                 route,
                 tools,
@@ -197,10 +199,11 @@ class Gateway:
             await self.sessions.remember(session, tools.discovered)
 
     async def request_tools(
-        self, request: ChatRequest, session: SessionKey | None, scope: ToolScope | None = None
+        self, request: ChatRequest, session: SessionKey | None, scope: ToolScope | None = None, deferral: str = "tools"
     ) -> RequestTools:
+        """`deferral`: how found tools reach the upstream (its provider's `deferral`)."""
         remembered = await self.sessions.tools(session) if session is not None else []
-        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope)
+        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope, deferral)
 
 
 async def _settle(admission: Admission | None, meter: TokenMeter | None) -> None:

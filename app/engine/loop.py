@@ -86,7 +86,7 @@ class ChatLoop:
 
     async def events(self, request: ChatRequest) -> AsyncGenerator[Event, None]:
         """The request's events, ending with `Finished` or `Failed` (a GatewayError at any point)."""
-        messages = list(request.messages)
+        messages = self.tools.upstream_history(request.messages)
         options = self.route.options(request.options)
         usage: Usage | None = None
         try:
@@ -101,13 +101,17 @@ class ChatLoop:
                     usage = usage or Usage()
                     usage.add(turn.usage)
                 calls = turn.tool_calls()
-                kinds = [self.tools.kind(call.name) for call in calls]
+                runs, problems = _unzip([self.tools.unwrap(call) for call in calls])  # `call_tool` calls unwrapped
+                kinds = [
+                    ToolKind.UNKNOWN if problem else self.tools.kind(run.name)
+                    for run, problem in zip(runs, problems, strict=True)
+                ]
                 meta = turn.meta or ResponseMeta(model=self.route.model)
                 if not calls:
                     yield Finished(turn.finish_reason or "stop", usage, self.discovery_stats(), meta, turn.extra)
                     return
                 if ToolKind.CLIENT in kinds:
-                    async for event in self._client_calls(calls, kinds):
+                    async for event in self._client_calls(runs, kinds):
                         yield event
                     yield Finished("tool_calls", usage, self.discovery_stats(), meta, turn.extra)
                     return
@@ -117,7 +121,7 @@ class ChatLoop:
                     yield Finished("length", usage, self.discovery_stats(), meta)
                     return
                 messages.append(turn.message(calls))
-                async for event in self._run_calls(calls, kinds, messages):
+                async for event in self._run_calls(runs, kinds, messages, problems):
                     yield event
         except GatewayError as exc:
             yield Failed(exc, self.discovery_stats())
@@ -191,9 +195,10 @@ class ChatLoop:
             yield ClientToolCall(index, call)
 
     async def _run_calls(
-        self, calls: list[ToolCall], kinds: list[ToolKind], messages: list[Message]
+        self, calls: list[ToolCall], kinds: list[ToolKind], messages: list[Message], problems: list[str | None]
     ) -> AsyncIterator[Event]:
-        """Answer every call of the round (MCP calls concurrently) and extend the conversation for the next one."""
+        """Answer every call of the round (MCP calls concurrently) and extend the conversation for the next one.
+        `problems`: per call, what the model reads instead of a result (a `call_tool` call it wrote wrong)."""
         results: list[str] = [""] * len(calls)
         pending: dict[asyncio.Task[tuple[str, bool, float]], tuple[int, str, str]] = {}
         try:
@@ -201,6 +206,8 @@ class ChatLoop:
                 capped = self._over_cap(call, kind, index, len(calls))
                 if capped is not None:
                     results[index] = capped
+                elif problems[index] is not None:
+                    results[index] = problems[index] or ""
                 elif kind is ToolKind.SEARCH:
                     results[index], event = await self._search(call)
                     yield event
@@ -307,7 +314,12 @@ class ChatLoop:
             round_limit_reached=self.round_limit_reached,
             hosted_tools_dropped=self.hosted_dropped,
             cache=self.cache.figures(),
+            deferral=self.tools.deferral,
         )
+
+
+def _unzip(pairs: list[tuple[ToolCall, str | None]]) -> tuple[list[ToolCall], list[str | None]]:
+    return [call for call, _ in pairs], [problem for _, problem in pairs]
 
 
 def _summary(text: str) -> str:

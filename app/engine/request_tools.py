@@ -2,12 +2,14 @@
 
 The order of tool definitions sent upstream never changes within a request or across the turns of one
 conversation: tools loaded from the start, then `search_tools`, then discovered tools in the order they were
-found. Upstream prompt caches key on that prefix.
+found. With the `call_tool` deferral (app.engine.call_tool) found tools are never added: the list is the tools
+loaded from the start, `search_tools` and `call_tool`, the same in every request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from enum import Enum
 from typing import Any
 
@@ -21,10 +23,11 @@ from app.core.catalog import (
     client_entries,
     select_mcp_tools,
 )
-from app.core.model import ChatRequest, Message, Native, ToolSpec
+from app.core.model import ChatRequest, Message, Native, ToolCall, ToolSpec
 from app.discovery.cache import DiscoveryCache
+from app.discovery.describe import LOADED_NOTE
 from app.discovery.encode_budget import DEFAULT_QUERY_TOKENS, EncodeBudget
-from app.discovery.manifest import ManifestGroup
+from app.discovery.manifest import ManifestGroup, search_tool_definition
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget
 from app.discovery.related import with_related
 from app.discovery.search import (
@@ -37,6 +40,16 @@ from app.discovery.search import (
     scored_tools,
     shown_name,
 )
+from app.engine.call_tool import (
+    CALL_TOOL_CALLABLE_AFTER,
+    CALL_TOOL_NAME,
+    CALL_TOOL_SPEC,
+    FOUND_NOTE,
+    definitions_text,
+    unwrap,
+    wrapped_history,
+)
+from app.errors import RequestRefused
 from app.offload import off_loop
 
 CLIENT_GROUP = "client"
@@ -60,7 +73,9 @@ class RequestTools:
         load_related: int = 0,
         max_queries: int = DEFAULT_MAX_QUERIES,
         query_tokens: int = DEFAULT_QUERY_TOKENS,
+        deferral: str = "tools",
     ) -> None:
+        """`deferral`: how found tools reach the upstream, `tools` (added to the list) or `call_tool`."""
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
@@ -73,7 +88,11 @@ class RequestTools:
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
         self.search_calls = 0
+        self.call_tool = deferral == "call_tool" and discovery is not None
+        self.deferral = "call_tool" if self.call_tool else "tools"
         definition = discovery.definition if discovery is not None else None  # the discovery's, in chat form
+        if discovery is not None and self.call_tool:
+            definition = search_tool_definition(discovery.groups, discovery.manifest, CALL_TOOL_CALLABLE_AFTER)
         search = definition["function"] if definition is not None else {}
         self._search_spec = ToolSpec(SEARCH_TOOL_NAME, search.get("description", ""), search.get("parameters", {}),
                                      native=Native("openai", definition) if definition else None)  # fmt: skip
@@ -90,6 +109,8 @@ class RequestTools:
         """Estimated tokens of the deferred definitions an upstream call does not carry."""
         if self.discovery is None:
             return 0
+        if self.call_tool:  # found definitions reach the model in search results, never in `tools`
+            return self.discovery.tokens
         return self.discovery.tokens - sum(self.entries[name].tokens for name in self.discovered)
 
     def is_loaded(self, name: str) -> bool:
@@ -99,8 +120,29 @@ class RequestTools:
         definitions = [self.entries[name].spec for name in self._initial]
         if self.discovery is not None:
             definitions.append(self._search_spec)
+        if self.call_tool:
+            definitions.append(CALL_TOOL_SPEC)
+            return definitions
         definitions.extend(self.entries[name].spec for name in self.discovered)
         return definitions
+
+    def unwrap(self, call: ToolCall) -> tuple[ToolCall, str | None]:
+        """The call to run for a call the model made: with the `call_tool` deferral, a `call_tool` call becomes
+        the call of the tool it names (or stays, with the error the model reads); any other call is itself."""
+        if self.call_tool and call.name == CALL_TOOL_NAME:
+            return unwrap(call)
+        return call, None
+
+    def upstream_history(self, messages: list[Message]) -> list[Message]:
+        """The conversation as the upstream is sent it: with the `call_tool` deferral, the client's plain calls
+        of deferred tools as the `call_tool` calls the model made."""
+        if not self.call_tool:
+            return list(messages)
+        return wrapped_history(messages, self._wrapped)
+
+    def _wrapped(self, name: str) -> bool:
+        entry = self.entries.get(name)
+        return entry is not None and entry.deferred and name not in self._initial
 
     def kind(self, name: str) -> ToolKind:
         if name == SEARCH_TOOL_NAME and self.discovery is not None:
@@ -164,17 +206,29 @@ class RequestTools:
         self.search_calls += 1
         loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         budget = QueryBudget(self.max_queries, left, per_request)
-        outcome = run_search(arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, budget=budget)
+        note = FOUND_NOTE if self.call_tool else LOADED_NOTE
+        outcome = run_search(
+            arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, loaded_note=note, budget=budget
+        )
         outcome = with_related(outcome, self.discovery, self.load_related, self.is_loaded)
-        self.found_by_search.extend(self.load(entry.name for entry in [*outcome.found, *outcome.related]))
+        found = [*outcome.found, *outcome.related]
+        self.found_by_search.extend(self.load(entry.name for entry in found))
+        if self.call_tool and found:  # the model reads the definitions here, found now or earlier: never in `tools`
+            outcome = replace(outcome, text=f"{outcome.text}\n\n{definitions_text(found)}")
         return outcome
 
 
 def prepare_request_tools(
-    catalog: Catalog, config: Config, request: ChatRequest, cache: DiscoveryCache, scope: ToolScope | None = None
+    catalog: Catalog,
+    config: Config,
+    request: ChatRequest,
+    cache: DiscoveryCache,
+    scope: ToolScope | None = None,
+    deferral: str = "tools",
 ) -> RequestTools:
     """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen). `scope`:
-    the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set."""
+    the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set; `deferral`: the
+    upstream provider's."""
     scope = request.tool_set if scope is None else scope
     mcp = select_mcp_tools(catalog, config, scope)
     client = client_entries(request.tools, {entry.name: entry for entry in mcp})
@@ -187,6 +241,14 @@ def prepare_request_tools(
         discovery = cache.with_client_tools(catalog, scope, discovery, group)
     if not enabled:
         discovery = None
+    if deferral == "call_tool" and discovery is not None:
+        for index, tool in enumerate(request.tools):
+            if tool.spec.name == CALL_TOOL_NAME:
+                raise RequestRefused(
+                    f"Client tool {CALL_TOOL_NAME!r} collides with a tool this gateway offers this request; rename it.",
+                    param=f"tools[{index}].function.name",
+                    code="tool_name_collision",
+                )
     settings = config.tool_discovery
     return RequestTools(
         [*client, *mcp],
@@ -195,6 +257,7 @@ def prepare_request_tools(
         settings.load_related,
         config.max_queries_per_search,
         settings.semantic.query_tokens_per_request,
+        deferral,
     )
 
 
@@ -219,6 +282,7 @@ async def tools_for(
     cache: DiscoveryCache,
     remembered: Iterable[str] = (),
     scope: ToolScope | None = None,
+    deferral: str = "tools",
 ) -> RequestTools:
     """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
     already called and a session `remembered`, then what prefetch finds for the latest user message. Indexing
@@ -226,9 +290,9 @@ async def tools_for(
     event loop."""
     scope = request.tool_set if scope is None else scope
     if request.tools or not cache.ready(catalog, scope):
-        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope)
+        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope, deferral)
     else:
-        tools = prepare_request_tools(catalog, config, request, cache, scope)
+        tools = prepare_request_tools(catalog, config, request, cache, scope, deferral)
     tools.load(history_tool_names(request.messages))
     tools.load(request.loaded_tools)
     tools.load(remembered)
