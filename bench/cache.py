@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from cache_bill import Ledger, Totals, render  # noqa: E402
 from cache_upstream import Action, Model, Step, Upstreams  # noqa: E402
-from common import DATA, add_record_options, free_port, record, require_data, start_gateway  # noqa: E402
+from common import DATA, add_record_options, free_port, input_schema, record, require_data, start_gateway  # noqa: E402
 
 SCRIPTS = DATA / "cache"
 TOOLS_DATA = DATA / "tool_retrieval_dev.json"
@@ -74,12 +74,7 @@ def catalog_servers(size: int, data: Path) -> dict[str, list[dict[str, Any]]]:
         name = re.sub(r"[^a-z0-9]+", "_", tool["server"].lower()).strip("_")[:24] or "server"
         if name not in servers and len(servers) == MAX_SERVERS:
             name = list(servers)[-1]
-        schema = tool["input_schema"]
-        if isinstance(schema, str):
-            try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError:
-                schema = {"type": "object", "properties": {}}
+        schema = input_schema(tool)
         listed = servers.setdefault(name, [])
         if all(entry["name"] != tool["name"] for entry in listed):
             listed.append({"name": tool["name"], "description": tool["description"], "input_schema": schema,

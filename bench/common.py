@@ -38,6 +38,18 @@ def require_data(path: Path) -> Path:
     return path
 
 
+def input_schema(tool: dict[str, Any]) -> Any:
+    """A data file's tool schema as an object: some are stored as JSON text, a few of them broken (an empty
+    object schema then, as a server with no parameters would list)."""
+    schema = tool["input_schema"]
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError:
+            schema = {"type": "object", "properties": {}}
+    return schema
+
+
 def add_record_options(parser: argparse.ArgumentParser, name: str) -> None:
     """--no-record and --out NAME, the same on every bench."""
     parser.add_argument("--no-record", action="store_true", help=f"do not write bench/results/{name}.json")

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import DATA, add_record_options, record, require_data  # noqa: E402
+from common import DATA, add_record_options, input_schema, record, require_data  # noqa: E402
 
 from app import tokens  # noqa: E402
 from app.codecs.openai_chat.requests import chat_request, tool_to_openai  # noqa: E402
@@ -96,12 +96,7 @@ def data_listings(path: Path, count: int) -> dict[str, list[Any]]:
     for total, tool in enumerate(sorted(data["tools"], key=lambda t: t["part"] != "livemcp")):
         if total >= count:
             break
-        schema = tool["input_schema"]
-        if isinstance(schema, str):
-            try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError:
-                schema = {"type": "object", "properties": {}}
+        schema = input_schema(tool)
         tool_ns = SimpleNamespace(
             name=tool["name"], description=tool["description"], input_schema=schema, meta=None, title=None
         )
