@@ -179,6 +179,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def start_redis(port: int) -> subprocess.Popen[bytes]:
+    """A redis-server of the caller's own on `port` (no persistence), once it accepts connections; the benches
+    and the tests start theirs here."""
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            time.sleep(0.05)
+    process.terminate()
+    raise RuntimeError(f"redis-server did not accept connections on port {port} within 10 s")
+
+
 def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:
     """Until `url` answers; a gateway's /healthz until its tools are embedded too, so that no bench measures
     the background embedding that follows a start."""

@@ -48,6 +48,7 @@ from common import (  # noqa: E402
     percentile,
     record,
     start_gateway,
+    start_redis,
     wait_until_up,
 )
 
@@ -182,19 +183,11 @@ async def drive(urls: list[str], clients: int, seconds: float, stream: bool, roo
     }
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def shared_redis() -> tuple[subprocess.Popen[bytes], str]:
     if shutil.which("redis-server") is None:
         raise SystemExit("--replicas/--workers share state in Redis: install redis-server (it is started here)")
     port = free_port()
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() == b"PONG":
-            return process, f"redis://127.0.0.1:{port}/0"
-        time.sleep(0.1)
-    process.terminate()
-    raise SystemExit("redis-server did not start")
+    return start_redis(port), f"redis://127.0.0.1:{port}/0"
 
 
 def setup_config(setup: Setup, call_ms: float) -> dict[str, Any]:
@@ -213,7 +206,7 @@ def run_setup(setup: Setup, args: argparse.Namespace, env: dict[str, str], log: 
     config = setup_config(setup, args.call_ms)
     redis = None
     if setup.shared:
-        redis, url = start_redis()
+        redis, url = shared_redis()
         config["sessions"] = {"redis_url": url}
     gateways = []
     try:

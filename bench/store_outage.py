@@ -13,7 +13,6 @@ later GET, once Redis is back: the bench counts those that are not.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,27 +25,12 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import add_record_options, free_port, machine, record, start_gateway, wait_until_up
+from common import add_record_options, free_port, machine, record, start_gateway, start_redis, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "bench-store-key"
 LIMITS = {"requests_per_minute": 100_000, "tokens_per_day": 10**9, "concurrent": 8}
 CHAT = {"model": "fast", "messages": [{"role": "user", "content": "Say hello."}]}
-
-
-def start_redis(port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("redis-server did not start")
 
 
 def redis_command(port: int, *words: str) -> None:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +15,7 @@ from app import tracing
 from app.config import Config
 from app.engine.gateway import Gateway
 from app.server.app import create_app
+from bench.common import start_redis
 from tests.support import SERVERS, ScriptedUpstream, Upstream, free_port, load_example, make_config, mock_upstreams
 from tests.support.anthropic import scripted_anthropic
 
@@ -124,17 +122,7 @@ def exported() -> Iterator[InMemorySpanExporter]:
 def redis_url() -> Iterator[str]:
     """A redis-server of the test module's own, on a free port."""
     port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    process = start_redis(port)
     yield f"redis://127.0.0.1:{port}/0"
     process.terminate()
     process.wait(10)

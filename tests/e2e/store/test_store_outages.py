@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +14,7 @@ import openai
 import pytest
 import redis
 
+from bench.common import start_redis
 from tests.support import Upstream, completion, free_port, make_config
 from tests.support.responses import sdk
 
@@ -31,17 +30,7 @@ class RedisServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
+        self.process = start_redis(self.port)
 
     def stop(self) -> None:
         if self.process is not None:
