@@ -164,8 +164,7 @@ class ServerOutput:
         if self._skipping:  # the rest of a line too long to keep: up to its end, counted only
             end = data.find(b"\n")
             skipped = len(data) if end < 0 else end
-            self.chatter.drop(0, skipped)
-            self._report(0, skipped)
+            self._dropped(0, skipped)
             if end < 0:
                 return
             self._skipping, data = False, data[end + 1 :]
@@ -185,12 +184,13 @@ class ServerOutput:
                 dropped += 1
                 dropped_bytes += len(line)
         if dropped:
-            self.chatter.drop(dropped, dropped_bytes)
-            self._report(dropped, dropped_bytes)
+            self._dropped(dropped, dropped_bytes)
         for line in lines[-TAIL_LINES:]:
             self._keep(line)
 
-    def _report(self, lines: int, size: int) -> None:
+    def _dropped(self, lines: int, size: int) -> None:
+        """Lines (and bytes) not logged: counted for the next line that is, and for the gateway's counter."""
+        self.chatter.drop(lines, size)
         if self._on_dropped is not None:
             if lines:
                 self._on_dropped(self.server, "stderr_lines", lines)
@@ -219,8 +219,7 @@ class ServerOutput:
         if self.chatter.allow():
             self._log(raw)
         else:
-            self.chatter.drop(1, len(raw))
-            self._report(1, len(raw))
+            self._dropped(1, len(raw))
         self._keep(raw)
 
     def _stop_reading(self, attempt: int) -> None:
