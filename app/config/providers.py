@@ -8,6 +8,8 @@ from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
 
+CHAT_DEFERRAL: Literal["native", "tools", "call_tool"] = "tools"  # an OpenAI-compatible upstream's default: chosen by bench/cache.py (docs/discovery.md)
+
 
 class ProviderConfig(Strict):
     type: Literal["openai", "anthropic", "openai_responses"] = "openai"
@@ -37,10 +39,13 @@ class ProviderConfig(Strict):
         "auto",
         description="anthropic only: auto places cache breakpoints (tools, system, last turn) where a client set none",
     )
-    deferral: Literal["tools", "call_tool"] = Field(
-        "tools",
-        description="how found tools reach this upstream: added to `tools` (tools), or run through one fixed "
-        "`call_tool` tool, so the tool list never changes within a conversation (call_tool)",
+    deferral: Literal["native", "tools", "call_tool"] | None = Field(
+        None,
+        description="how found tools reach this upstream: through the provider's own deferral (native: "
+        "`defer_loading` and `tool_reference`, or Responses `tool_search_output`), added to `tools` (tools), or run "
+        "through one fixed `call_tool` tool (call_tool); native and call_tool keep the tool list, and so the prompt "
+        "cache, the same for the whole conversation. Default: native for anthropic and openai_responses, "
+        f"{CHAT_DEFERRAL} for openai (native there is for hosts that take `defer_loading` and `tool_reference`)",
     )
     unsupported_hosted_tools: Literal["drop", "refuse"] = Field(
         "drop",
@@ -49,6 +54,8 @@ class ProviderConfig(Strict):
 
     @model_validator(mode="after")
     def _default_base_url(self) -> ProviderConfig:
+        if self.deferral is None:
+            self.deferral = CHAT_DEFERRAL if self.type == "openai" else "native"
         if not self.base_url:
             self.base_url = "https://api.anthropic.com/v1" if self.type == "anthropic" else "https://api.openai.com/v1"
         return self

@@ -52,6 +52,7 @@ class Message:
     reasoning_field: str = "reasoning_content"  # the name an OpenAI-compatible upstream gave it
     native: Native | None = None  # the whole message as a front received it
     extra: Native | None = None  # an upstream's own fields of an answer it gave, beyond the typed ones
+    loads: list[str] = field(default_factory=list)  # a tool result's deferred tools, which the upstream loads here
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -262,6 +263,9 @@ class UpstreamRequest:
     options: Options
     stream: bool = False
     hosted_tools: list[HostedTool] = field(default_factory=list)  # only those the provider serves
+    # Tools the upstream defers itself (the `native` deferral): sent with `defer_loading`, or kept for the tool
+    # search outputs that load them, and loaded where a tool result names them (`Message.loads`).
+    deferred: list[ToolSpec] = field(default_factory=list)
 
 
 @dataclass(slots=True)

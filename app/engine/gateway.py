@@ -144,9 +144,8 @@ class Gateway:
             admission = await self.limits.admit(  # 429 before any event
                 caller.identity, counted=not caller.admitted, reserve=meter.estimate if meter else None
             )
-            provider = config.providers.get(route.provider.name)
-            deferral = provider.deferral if provider is not None else "tools"
-            tools = await self.request_tools(request, session, scope, deferral)
+            deferral, search_output = route_deferral(route.provider, config)
+            tools = await self.request_tools(request, session, scope, deferral, search_output)
             loop = ChatLoop(
                 route,
                 tools,
@@ -199,11 +198,32 @@ class Gateway:
             await self.sessions.remember(session, tools.discovered)
 
     async def request_tools(
-        self, request: ChatRequest, session: SessionKey | None, scope: ToolScope | None = None, deferral: str = "tools"
+        self,
+        request: ChatRequest,
+        session: SessionKey | None,
+        scope: ToolScope | None = None,
+        deferral: str = "tools",
+        search_output: bool = False,
     ) -> RequestTools:
-        """`deferral`: how found tools reach the upstream (its provider's `deferral`)."""
+        """`deferral`: how found tools reach the upstream (see `route_deferral`)."""
         remembered = await self.sessions.tools(session) if session is not None else []
-        return await tools_for(self.mcp.catalog, self.config, request, self.discovery, remembered, scope, deferral)
+        return await tools_for(
+            self.mcp.catalog, self.config, request, self.discovery, remembered, scope, deferral, search_output
+        )
+
+
+def route_deferral(provider: Provider, config: Config) -> tuple[str, bool]:
+    """How found tools reach a route's upstream: its provider's `deferral`, and whether `native` there means tool
+    search outputs (a Responses upstream). A fallback chain whose providers would need different shapes gets
+    `tools`, which every upstream reads alike."""
+    names = [candidate.name for candidate, _ in getattr(provider, "candidates", ())] or [provider.name]
+    modes = set()
+    for name in names:
+        configured = config.providers.get(name)
+        mode = (configured.deferral or "tools") if configured is not None else "tools"
+        search_output = mode == "native" and configured is not None and configured.type == "openai_responses"
+        modes.add((mode, search_output))
+    return modes.pop() if len(modes) == 1 else ("tools", False)
 
 
 async def _settle(admission: Admission | None, meter: TokenMeter | None) -> None:

@@ -88,12 +88,13 @@ class ChatLoop:
         """The request's events, ending with `Finished` or `Failed` (a GatewayError at any point)."""
         messages = self.tools.upstream_history(request.messages)
         options = self.route.options(request.options)
+        deferred = self.tools.deferred_specs()  # the same in every round: the upstream defers them itself
         usage: Usage | None = None
         try:
             while True:
                 turn = Turn()
                 upstream = UpstreamRequest(
-                    self.route.model, messages, self.tools.definitions(), options, request.stream, self.hosted
+                    self.route.model, messages, self.tools.definitions(), options, request.stream, self.hosted, deferred
                 )
                 async for event in self._round(upstream, turn):
                     yield event
@@ -200,6 +201,7 @@ class ChatLoop:
         """Answer every call of the round (MCP calls concurrently) and extend the conversation for the next one.
         `problems`: per call, what the model reads instead of a result (a `call_tool` call it wrote wrong)."""
         results: list[str] = [""] * len(calls)
+        loads: list[list[str]] = [[] for _ in calls]  # per result, the tools it loads (the `native` deferral)
         pending: dict[asyncio.Task[tuple[str, bool, float]], tuple[int, str, str]] = {}
         try:
             for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
@@ -210,6 +212,7 @@ class ChatLoop:
                     results[index] = problems[index] or ""
                 elif kind is ToolKind.SEARCH:
                     results[index], event = await self._search(call)
+                    loads[index] = list(event.found) if self.tools.native else []
                     yield event
                 elif kind is ToolKind.MCP:
                     arguments, problem = parse_arguments(call)
@@ -241,8 +244,8 @@ class ChatLoop:
                 task.cancel()
         limit = self.mcp.config.tool_result_max_chars  # every result the model gets, the gateway's own included
         messages.extend(
-            Message(role="tool", content=truncate(text, limit), tool_call_id=call.id)
-            for call, text in zip(calls, results, strict=True)
+            Message(role="tool", content=truncate(text, limit), tool_call_id=call.id, loads=loaded)
+            for call, text, loaded in zip(calls, results, loads, strict=True)
         )
 
     def _over_cap(self, call: ToolCall, kind: ToolKind, index: int, count: int) -> str | None:

@@ -3,7 +3,9 @@
 The order of tool definitions sent upstream never changes within a request or across the turns of one
 conversation: tools loaded from the start, then `search_tools`, then discovered tools in the order they were
 found. With the `call_tool` deferral (app.engine.call_tool) found tools are never added: the list is the tools
-loaded from the start, `search_tools` and `call_tool`, the same in every request.
+loaded from the start, `search_tools` and `call_tool`, the same in every request. With the `native` deferral
+(app.engine.native_deferral) the upstream gets every deferred tool up front for it to defer (or, on a Responses
+upstream, none of them), and search results name the tools they load.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import replace
 from enum import Enum
 from typing import Any
 
+from app.codecs.responses.tools import TOOL_SEARCH
 from app.config import Config
 from app.core.catalog import (
     SEARCH_TOOL_NAME,
@@ -49,6 +52,7 @@ from app.engine.call_tool import (
     unwrap,
     wrapped_history,
 )
+from app.engine.native_deferral import with_loads
 from app.errors import RequestRefused
 from app.offload import off_loop
 
@@ -74,8 +78,10 @@ class RequestTools:
         max_queries: int = DEFAULT_MAX_QUERIES,
         query_tokens: int = DEFAULT_QUERY_TOKENS,
         deferral: str = "tools",
+        search_output: bool = False,
     ) -> None:
-        """`deferral`: how found tools reach the upstream, `tools` (added to the list) or `call_tool`."""
+        """`deferral`: how found tools reach the upstream, `tools` (added to the list), `call_tool` or `native`;
+        `search_output`: a `native` upstream that loads tools from tool search outputs (the Responses API)."""
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
@@ -88,14 +94,18 @@ class RequestTools:
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
         self.search_calls = 0
-        self.call_tool = deferral == "call_tool" and discovery is not None
-        self.deferral = "call_tool" if self.call_tool else "tools"
+        self.deferral = deferral if discovery is not None and deferral in ("call_tool", "native") else "tools"
+        self.call_tool = self.deferral == "call_tool"
+        self.native = self.deferral == "native"
+        self.search_output = self.native and search_output
         definition = discovery.definition if discovery is not None else None  # the discovery's, in chat form
         if discovery is not None and self.call_tool:
             definition = search_tool_definition(discovery.groups, discovery.manifest, CALL_TOOL_CALLABLE_AFTER)
         search = definition["function"] if definition is not None else {}
         self._search_spec = ToolSpec(SEARCH_TOOL_NAME, search.get("description", ""), search.get("parameters", {}),
                                      native=Native("openai", definition) if definition else None)  # fmt: skip
+        if self.search_output:  # a client-executed `tool_search` tool, with the gateway's description and parameters
+            self._search_spec = replace(self._search_spec, native=None, kind="tool_search", wire={})
 
     @property
     def deferred_names(self) -> list[str]:
@@ -109,8 +119,7 @@ class RequestTools:
         """Estimated tokens of the deferred definitions an upstream call does not carry."""
         if self.discovery is None:
             return 0
-        if self.call_tool:  # found definitions reach the model in search results, never in `tools`
-            return self.discovery.tokens
+        # Found definitions reach the model in every mode: in `tools`, in search results, or loaded where named.
         return self.discovery.tokens - sum(self.entries[name].tokens for name in self.discovered)
 
     def is_loaded(self, name: str) -> bool:
@@ -123,19 +132,33 @@ class RequestTools:
         if self.call_tool:
             definitions.append(CALL_TOOL_SPEC)
             return definitions
+        if self.native:
+            return definitions
         definitions.extend(self.entries[name].spec for name in self.discovered)
         return definitions
 
+    def deferred_specs(self) -> list[ToolSpec]:
+        """With the `native` deferral, every tool the upstream defers itself, in the catalog's (stable) order."""
+        if not self.native:
+            return []
+        initial = set(self._initial)
+        return [self.entries[name].spec for name in self.deferred_names if name not in initial]
+
     def unwrap(self, call: ToolCall) -> tuple[ToolCall, str | None]:
         """The call to run for a call the model made: with the `call_tool` deferral, a `call_tool` call becomes
-        the call of the tool it names (or stays, with the error the model reads); any other call is itself."""
+        the call of the tool it names (or stays, with the error the model reads); a Responses upstream's
+        `tool_search` call is a `search_tools` call; any other call is itself."""
         if self.call_tool and call.name == CALL_TOOL_NAME:
             return unwrap(call)
+        if self.search_output and call.name == TOOL_SEARCH:
+            return replace(call, name=SEARCH_TOOL_NAME), None
         return call, None
 
     def upstream_history(self, messages: list[Message]) -> list[Message]:
         """The conversation as the upstream is sent it: with the `call_tool` deferral, the client's plain calls
         of deferred tools as the `call_tool` calls the model made."""
+        if self.native:
+            return with_loads(messages, {spec.name for spec in self.deferred_specs()}, self.discovered)
         if not self.call_tool:
             return list(messages)
         return wrapped_history(messages, self._wrapped)
@@ -225,10 +248,11 @@ def prepare_request_tools(
     cache: DiscoveryCache,
     scope: ToolScope | None = None,
     deferral: str = "tools",
+    search_output: bool = False,
 ) -> RequestTools:
     """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen). `scope`:
     the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set; `deferral`: the
-    upstream provider's."""
+    upstream provider's (`search_output`: a Responses upstream's `native`)."""
     scope = request.tool_set if scope is None else scope
     mcp = select_mcp_tools(catalog, config, scope)
     client = client_entries(request.tools, {entry.name: entry for entry in mcp})
@@ -241,6 +265,10 @@ def prepare_request_tools(
         discovery = cache.with_client_tools(catalog, scope, discovery, group)
     if not enabled:
         discovery = None
+    search_output = deferral == "native" and search_output
+    if search_output and any(tool.spec.name == TOOL_SEARCH for tool in request.tools):
+        search_output = False  # a client's own tool search takes the upstream's one `tool_search` tool
+        deferral = "tools"
     if deferral == "call_tool" and discovery is not None:
         for index, tool in enumerate(request.tools):
             if tool.spec.name == CALL_TOOL_NAME:
@@ -258,6 +286,7 @@ def prepare_request_tools(
         config.max_queries_per_search,
         settings.semantic.query_tokens_per_request,
         deferral,
+        search_output,
     )
 
 
@@ -283,6 +312,7 @@ async def tools_for(
     remembered: Iterable[str] = (),
     scope: ToolScope | None = None,
     deferral: str = "tools",
+    search_output: bool = False,
 ) -> RequestTools:
     """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
     already called and a session `remembered`, then what prefetch finds for the latest user message. Indexing
@@ -290,9 +320,9 @@ async def tools_for(
     event loop."""
     scope = request.tool_set if scope is None else scope
     if request.tools or not cache.ready(catalog, scope):
-        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope, deferral)
+        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope, deferral, search_output)
     else:
-        tools = prepare_request_tools(catalog, config, request, cache, scope, deferral)
+        tools = prepare_request_tools(catalog, config, request, cache, scope, deferral, search_output)
     tools.load(history_tool_names(request.messages))
     tools.load(request.loaded_tools)
     tools.load(remembered)

@@ -114,6 +114,15 @@ def _referenced_tools(messages: list[JsonObject]) -> set[str]:
     return names
 
 
+def _references(block: JsonObject) -> list[str]:
+    """The tools a `tool_result` block's `tool_reference` parts load."""
+    content = block.get("content")
+    parts = content if isinstance(content, list) else ()
+    return [
+        str(part.get("tool_name")) for part in parts if isinstance(part, dict) and part.get("type") == "tool_reference"
+    ]
+
+
 def _tool_choice_in(choice: JsonObject | None) -> tuple[ToolChoice | None, bool | None]:
     """Anthropic's `tool_choice` as the engine's, and its `disable_parallel_tool_use`."""
     if choice is None:
@@ -164,7 +173,10 @@ def messages_from_wire(raw: JsonObject) -> list[Message]:
                 messages.append(Message("user", parts, native=Native("anthropic", {"role": "user", "content": blocks})))
                 parts, blocks = [], []
             native = Native("anthropic", {"role": "user", "content": [block]})
-            messages.append(Message("tool", _result_text(block), tool_call_id=block["tool_use_id"], native=native))
+            loads = _references(block)
+            messages.append(
+                Message("tool", _result_text(block), tool_call_id=block["tool_use_id"], native=native, loads=loads)
+            )
         else:
             parts.append(_part(block))
             blocks.append(block)
@@ -212,15 +224,17 @@ def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObjec
         if getattr(options, name) is not None:
             body[name] = getattr(options, name)
     native = options.params.get("anthropic")
+    deferred = {tool.name for tool in request.deferred}
     if native is not None or any(_blocks_of(message) is not None for message in request.messages):
-        system, turns = _native_messages(request.messages)
+        system, turns = _native_messages(request.messages, deferred)
     else:
-        system, turns = _translated_messages(request.messages)
+        system, turns = _translated_messages(request.messages, deferred)
     if system:
         body["system"] = system
     body["messages"] = turns
-    if request.tools:
+    if request.tools or request.deferred:
         body["tools"] = [_tool(tool) for tool in request.tools]
+        body["tools"] += [{**_tool(tool), "defer_loading": True} for tool in request.deferred]
         translated = tool_choice_out(options.tool_choice, options.parallel_tool_calls)
         if translated:
             body["tool_choice"] = translated
@@ -256,7 +270,7 @@ def tool_choice_out(choice: ToolChoice | None, parallel: bool | None) -> JsonObj
     return translated
 
 
-def _translated_messages(messages: list[Message]) -> tuple[str, list[JsonObject]]:
+def _translated_messages(messages: list[Message], deferred: set[str]) -> tuple[str, list[JsonObject]]:
     """Messages from their typed fields; the system prompt as one string."""
     system: list[str] = []
     turns: list[JsonObject] = []
@@ -264,13 +278,13 @@ def _translated_messages(messages: list[Message]) -> tuple[str, list[JsonObject]
         if message.role in SYSTEM_ROLES:
             system.append(_text_of(message.content))
         else:
-            _add_translated(turns, message)
+            _add_translated(turns, message, deferred)
     return "\n\n".join(part for part in system if part), turns
 
 
-def _add_translated(turns: list[JsonObject], message: Message) -> None:
+def _add_translated(turns: list[JsonObject], message: Message, deferred: set[str]) -> None:
     if message.role == "tool":
-        block = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": _text_of(message.content)}
+        block = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": _result(message, deferred)}
         _join(turns, "user", [block])
     elif message.role == "assistant":
         _join(turns, "assistant", _assistant_blocks(message))
@@ -278,7 +292,15 @@ def _add_translated(turns: list[JsonObject], message: Message) -> None:
         _join(turns, "user", _user_blocks(message.content))
 
 
-def _native_messages(messages: list[Message]) -> tuple[str | list[JsonObject], list[JsonObject]]:
+def _result(message: Message, deferred: set[str]) -> str | list[JsonObject]:
+    """A tool result's content: its text, and a `tool_reference` for each deferred tool it loads (the API expands
+    the tool's definition there)."""
+    text = _text_of(message.content)
+    references = [{"type": "tool_reference", "tool_name": name} for name in message.loads if name in deferred]
+    return [*_text_blocks(text), *references] if references else text
+
+
+def _native_messages(messages: list[Message], deferred: set[str]) -> tuple[str | list[JsonObject], list[JsonObject]]:
     """Messages written back from their Anthropic blocks where they have any, the rest translated; the system
     prompt as blocks unless every block is plain text. A client's own `system` entry after the conversation began
     stays where it is (Anthropic takes it with the beta the client sent); other system messages join `system`."""
@@ -295,7 +317,7 @@ def _native_messages(messages: list[Message]) -> tuple[str | list[JsonObject], l
             native = message.native.value.get("content") if message.native is not None else None
             _join(turns, role, native if isinstance(native, str) and message.extra is None else list(blocks))
         else:
-            _add_translated(turns, message)
+            _add_translated(turns, message, deferred)
     if all(set(block) == {"type", "text"} for block in system):
         return "\n\n".join(block["text"] for block in system), turns
     return system, turns

@@ -94,9 +94,11 @@ def to_openai(request: UpstreamRequest) -> JsonObject:
     body: JsonObject = {**passed, "model": request.model} if passed else {"model": request.model}
     if not request.stream:
         body.pop("stream_options", None)
-    body["messages"] = [message_to_openai(message) for message in request.messages]
-    if request.tools:
+    deferred = {tool.name for tool in request.deferred}
+    body["messages"] = [message_to_openai(message, deferred) for message in request.messages]
+    if request.tools or request.deferred:
         body["tools"] = [tool_to_openai(tool) for tool in request.tools]
+        body["tools"] += [{**tool_to_openai(tool), "defer_loading": True} for tool in request.deferred]
     write_options(body, request.options, request.stream)
     if request.stream:
         body["stream"] = True
@@ -116,10 +118,15 @@ def tool_to_openai(tool: ToolSpec) -> JsonObject:
     return wire
 
 
-def message_to_openai(message: Message) -> JsonObject:
+def message_to_openai(message: Message, deferred: frozenset[str] | set[str] = frozenset()) -> JsonObject:
+    """`deferred`: the tools the upstream defers itself (the `native` deferral), which a tool result's
+    `tool_reference` parts load, as on Anthropic's API."""
     if message.native is not None and message.native.format == "openai":
         return message.native.value
     wire: JsonObject = {"role": message.role, "content": _content(message.content)}
+    references = [{"type": "tool_reference", "tool_name": name} for name in message.loads if name in deferred]
+    if references:
+        wire["content"] = [{"type": "text", "text": message.text()}, *references]
     if message.tool_calls:
         wire["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

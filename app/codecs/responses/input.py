@@ -12,21 +12,28 @@ functions regrouped under it; the gateway's own and other formats' tools as func
 
 from __future__ import annotations
 
-from app.codecs.responses.tools import custom_input, flat_name, search_arguments, shell_action
+from app.codecs.responses.tools import TOOL_SEARCH, custom_input, flat_name, search_arguments, shell_action
 from app.core.model import JsonObject, Message, Part, ToolCall, ToolSpec
 
 OWN_ITEMS = "items"  # the key of a turn's own Responses items in its `extra` (format `responses`)
 STATELESS = frozenset({"id"})  # what only a stored item means: the upstream refuses ids it never kept
 
 
-def input_items(messages: list[Message], tools: list[ToolSpec]) -> list[JsonObject]:
-    """The conversation as input items; `tools` tell which type each call is (a custom tool's, a shell's, ...)."""
+def input_items(
+    messages: list[Message], tools: list[ToolSpec], deferred: list[ToolSpec] | None = None
+) -> list[JsonObject]:
+    """The conversation as input items; `tools` tell which type each call is (a custom tool's, a shell's, ...);
+    `deferred` are the tools the gateway's tool search outputs load (the `native` deferral)."""
     specs = {tool.name: tool for tool in tools}
+    searches = [tool for tool in tools if tool.kind == "tool_search"]
+    if searches:  # the upstream names a `tool_search` call by the tool's type: the request has one such tool
+        specs.setdefault(TOOL_SEARCH, searches[0])
+    loadable = {tool.name: tool for tool in deferred or ()}
     calls: dict[str, ToolSpec | None] = {}  # call id -> the tool called, for its output's type
     items: list[JsonObject] = []
     for message in messages:
         if message.role == "tool":
-            items.append(_output(message, calls.get(message.tool_call_id or "")))
+            items += _outputs(message, calls.get(message.tool_call_id or ""), loadable)
         elif message.role == "assistant":
             items += own_items(message)
             if message.text():
@@ -86,6 +93,35 @@ def own_name(name: str, spec: ToolSpec | None) -> str:
     return name
 
 
+def _outputs(message: Message, spec: ToolSpec | None, loadable: dict[str, ToolSpec]) -> list[JsonObject]:
+    """A tool message's output item; the gateway's own tool search's carries the definitions its result loads,
+    and, when it loads none, its text (why nothing was found) as a developer message after it."""
+    if spec is None or spec.kind != "tool_search" or spec.native is not None or message.native is not None:
+        return [_output(message, spec)]
+    found = [loadable[name] for name in message.loads if name in loadable]
+    output = {"type": "tool_search_output", "call_id": message.tool_call_id or "", "execution": "client",
+              "tools": loaded_tools(found)}  # fmt: skip
+    if found or not message.text():
+        return [output]
+    return [output, {"type": "message", "role": "developer", "content": message.text()}]
+
+
+def loaded_tools(specs: list[ToolSpec]) -> list[JsonObject]:
+    """Tools as a tool search output loads them: as the client sent them (a namespace's functions in it), the
+    others as functions."""
+    wire: list[JsonObject] = []
+    for tool in specs:
+        native = tool.native.value if tool.native is not None and tool.native.format == "responses" else None
+        if native is None:
+            wire.append(_function(tool))
+        elif tool.namespace is None:
+            wire.append(native)
+        else:
+            space = tool.namespace
+            wire.append({"type": "namespace", "name": space.name, "description": space.description, "tools": [native]})
+    return wire
+
+
 def _output(message: Message, spec: ToolSpec | None) -> JsonObject:
     """A tool message as the output item its call's type takes; one a Responses client sent (a tool search's
     output, with the tools it loaded) as it came."""
@@ -125,7 +161,10 @@ def tools_of(tools: list[ToolSpec], messages: list[Message]) -> list[JsonObject]
     groups: dict[str, JsonObject] = {}
     for tool in tools:
         native = tool.native.value if tool.native is not None and tool.native.format == "responses" else None
-        if native is None:
+        if native is None and tool.kind == "tool_search":  # the gateway's search, run by the gateway
+            wire.append({"type": "tool_search", "execution": "client", "description": tool.description,
+                         "parameters": tool.parameters})  # fmt: skip
+        elif native is None:
             wire.append(_function(tool))
         elif tool.namespace is None:
             if tool.name not in loaded:

@@ -99,7 +99,7 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     """The round as a Responses request body. Nothing is stored upstream: the engine sends the whole conversation
     every round, as it does to a chat upstream."""
     options = request.options
-    items = input_items(request.messages, request.tools)
+    items = input_items(request.messages, request.tools, request.deferred)
     body: JsonObject = {"model": request.model, "input": items}
     tools = [*tools_of(request.tools, request.messages), *(tool.native.value for tool in request.hosted_tools)]
     if tools:

@@ -105,7 +105,8 @@ async def test_discovery_loop_against_anthropic(anthropic_upstream: Any, gateway
     first = calls[0]["body"]
     assert first["model"] == "claude-sonnet-4-5" and first["max_tokens"] == 1024
     assert first["system"] == [{"type": "text", "text": "Be exact.", "cache_control": {"type": "ephemeral"}}]
-    assert [tool["name"] for tool in first["tools"]][-1] == "search_tools"
+    loaded = [tool["name"] for tool in first["tools"] if not tool.get("defer_loading")]
+    assert loaded[-1] == "search_tools" and "finance__convert_currency" not in loaded
     assert calls[0]["headers"]["x-api-key"] == "sk-ant-test" and calls[0]["headers"]["anthropic-version"]
     third = calls[2]["body"]["messages"]
     assert [turn["role"] for turn in third] == ["user", "assistant", "user", "assistant", "user"]

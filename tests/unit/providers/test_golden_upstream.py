@@ -3,14 +3,16 @@
 Each front (chat completions, Responses, Messages) sends one varied request to each upstream kind (an
 OpenAI-compatible one, Anthropic's, a Responses one), plain and streamed. The upstream answers with a
 `search_tools` call, then a call to the deferred MCP tool it found, then text, so every round's body is recorded:
-the client's turns, tools and parameters, then the gateway's own turns and tools added. `TOOLSIFT_UPDATE_GOLDEN=1`
-rewrites the files.
+the client's turns, tools and parameters, then the gateway's own turns and tools added. Each upstream kind is
+recorded with the `tools` deferral and with its other ones (`native`; `call_tool` on a chat upstream), which keep
+one tools array for every round. `TOOLSIFT_UPDATE_GOLDEN=1` rewrites the files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -189,14 +191,24 @@ def config() -> Any:
     return parse_config(
         {
             "providers": {
-                "up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0},
-                "claude": CLAUDE_PROVIDER,
-                "resp": RESPONSES_PROVIDER,
+                "up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0, "deferral": "tools"},
+                "claude": {**CLAUDE_PROVIDER, "deferral": "tools"},
+                "resp": {**RESPONSES_PROVIDER, "deferral": "tools"},
+                "up_call_tool": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0,
+                                 "deferral": "call_tool"},  # fmt: skip
+                "up_native": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0,
+                              "deferral": "native"},  # fmt: skip
+                "claude_native": {**CLAUDE_PROVIDER, "deferral": "native"},
+                "resp_native": {**RESPONSES_PROVIDER, "deferral": "native"},
             },
             "models": {
                 "openai": {"provider": "up", "model": "gpt-test"},
                 "anthropic": {"provider": "claude", "model": "claude-test"},
                 "responses": {"provider": "resp", "model": "gpt-5-test"},
+                "openai_call_tool": {"provider": "up_call_tool", "model": "gpt-test"},
+                "openai_native": {"provider": "up_native", "model": "gpt-test"},
+                "anthropic_native": {"provider": "claude_native", "model": "claude-test"},
+                "responses_native": {"provider": "resp_native", "model": "gpt-5-test"},
             },
             "mcpServers": {"finance": {"command": "unused", "defer_loading": True}},
             "tool_discovery": {"semantic": {"enabled": False}},
@@ -205,9 +217,14 @@ def config() -> Any:
     )
 
 
-def openai_replies(stream: bool) -> list[httpx.Response]:
-    """Search, call the found tool, answer; each turn with reasoning, the second with an upstream field it wants
-    back."""
+def openai_replies(stream: bool, call_tool: bool = False) -> list[httpx.Response]:
+    """Search, call the found tool (through `call_tool` with that deferral), answer; each turn with reasoning, the
+    second with an upstream field it wants back."""
+    convert = (
+        _call("call_c", "call_tool", {"name": "finance__convert_currency", "arguments": CONVERT})
+        if call_tool
+        else _call("call_c", "finance__convert_currency", CONVERT)
+    )
     turns: list[dict[str, Any]] = [
         {
             "reasoning_content": "Search first.",
@@ -216,7 +233,7 @@ def openai_replies(stream: bool) -> list[httpx.Response]:
         {
             "reasoning_content": "Convert now.",
             "reasoning_details": [{"type": "reasoning.text", "text": "Convert now."}],
-            "tool_calls": [_call("call_c", "finance__convert_currency", CONVERT)],
+            "tool_calls": [convert],
         },
         {"content": '{"answer": "4.6 EUR"}'},
     ]
@@ -289,13 +306,17 @@ def anthropic_replies(stream: bool) -> list[httpx.Response]:
     return [httpx.Response(200, json=message(content, stop)) for content, stop in turns]
 
 
-def responses_replies(stream: bool) -> list[httpx.Response]:
-    """The same three turns as a Responses upstream answers them, each reasoning first (encrypted, to go back)."""
+def responses_replies(stream: bool, native: bool = False) -> list[httpx.Response]:
+    """The same three turns as a Responses upstream answers them, each reasoning first (encrypted, to go back); the
+    search a client-executed `tool_search` call with the `native` deferral."""
+    search = (
+        {"id": "tsc_s", "type": "tool_search_call", "call_id": "call_s", "execution": "client", "status": "completed",
+         "arguments": {"query": "convert currency"}}  # fmt: skip
+        if native
+        else {**function_call("search_tools", {"query": "convert currency"}), "call_id": "call_s"}
+    )
     turns = [
-        response(
-            reasoning("Search first.", encrypted="enc-1"),
-            {**function_call("search_tools", {"query": "convert currency"}), "call_id": "call_s"},
-        ),
+        response(reasoning("Search first.", encrypted="enc-1"), search),
         response(
             reasoning("Convert now.", encrypted="enc-2"),
             output_message("Converting."),
@@ -309,7 +330,15 @@ def responses_replies(stream: bool) -> list[httpx.Response]:
     return [httpx.Response(200, json=turn) for turn in turns]
 
 
-REPLIES = {"openai": openai_replies, "anthropic": anthropic_replies, "responses": responses_replies}
+REPLIES: dict[str, Callable[[bool], list[httpx.Response]]] = {
+    "openai": openai_replies,
+    "anthropic": anthropic_replies,
+    "responses": responses_replies,
+    "openai_call_tool": lambda stream: openai_replies(stream, call_tool=True),
+    "openai_native": openai_replies,
+    "anthropic_native": anthropic_replies,
+    "responses_native": lambda stream: responses_replies(stream, native=True),
+}
 
 
 async def _run(front: str, upstream: str, stream: bool, gateway_factory: Any) -> list[dict[str, Any]]:

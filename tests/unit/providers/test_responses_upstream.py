@@ -44,7 +44,7 @@ async def gateway(gateway_factory: Any) -> Any:
     """(client, bodies sent upstream, replies to give) for a gateway whose model `r` is behind the upstream."""
     with mock_upstreams() as router:
         sent, replies = scripted_responses(router)
-        client, _ = await gateway_factory(config(), targets={"finance": load_example("finance").mcp})
+        client, _ = await gateway_factory(config(deferral="tools"), targets={"finance": load_example("finance").mcp})
         yield client, sent, replies
 
 

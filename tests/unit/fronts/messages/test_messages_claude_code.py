@@ -181,7 +181,8 @@ async def test_anthropic_tool_fields_reach_an_anthropic_upstream_and_stay_off_an
         httpx.Response(200, json=message([tool_use(JIRA, {"option_0": "Broken build"}, "toolu_2")], "tool_use")),
     ]
     upstream.script(completion("ok"))
-    providers = {"up": {"base_url": UPSTREAM, "api_key": "sk-test", "max_retries": 0}, "claude": CLAUDE_PROVIDER}
+    claude = {**CLAUDE_PROVIDER, "deferral": "tools"}  # found tools join `tools`
+    providers = {"up": {"base_url": UPSTREAM, "api_key": "sk-test", "max_retries": 0}, "claude": claude}
     models = {"fast": {"provider": "up", "model": "gpt-test"}, "sonnet": {"provider": "claude", "model": "claude-x"}}
     config = make_config(providers=providers, models=models, tool_discovery=AUTO_DEFER)
     client, _ = await gateway_factory(config)
