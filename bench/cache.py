@@ -50,7 +50,7 @@ SCRIPTS = DATA / "cache"
 TOOLS_DATA = DATA / "tool_retrieval_dev.json"
 MODES: dict[str, dict[str, Any]] = {
     "all": {"tool_discovery": {"enabled": False}},  # every tool loaded
-    "tools": {"tool_discovery": {"defer": "all"}},  # deferred, found tools appended to `tools`
+    "tools": {"tool_discovery": {"defer": "all"}, "providers": {"*": {"deferral": "tools"}}},  # found: appended
     "auto": {},  # the product's default (`defer: auto`)
     "call_tool": {"tool_discovery": {"defer": "all"}, "providers": {"*": {"deferral": "call_tool"}}},
     "native": {"tool_discovery": {"defer": "all"}, "providers": {"*": {"deferral": "native"}}},

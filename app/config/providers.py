@@ -8,7 +8,9 @@ from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
 
-CHAT_DEFERRAL: Literal["native", "tools", "call_tool"] = "tools"  # an OpenAI-compatible upstream's default: chosen by bench/cache.py (docs/discovery.md)
+CHAT_DEFERRAL: Literal["native", "tools", "call_tool"] = (
+    "tools"  # an OpenAI-compatible upstream's default: chosen by bench/cache.py (docs/discovery.md)
+)
 
 
 class ProviderConfig(Strict):

@@ -195,7 +195,7 @@ class Gateway:
 
     async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
         if session is not None:
-            await self.sessions.remember(session, tools.discovered)
+            await self.sessions.remember(session, tools.discovered, tools.found_turns())
 
     async def request_tools(
         self,
@@ -206,7 +206,7 @@ class Gateway:
         search_output: bool = False,
     ) -> RequestTools:
         """`deferral`: how found tools reach the upstream (see `route_deferral`)."""
-        remembered = await self.sessions.tools(session) if session is not None else []
+        remembered = await self.sessions.found(session) if session is not None else {}
         return await tools_for(
             self.mcp.catalog, self.config, request, self.discovery, remembered, scope, deferral, search_output
         )

@@ -10,7 +10,7 @@ upstream, none of them), and search results name the tools they load.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from enum import Enum
 from typing import Any
@@ -93,6 +93,8 @@ class RequestTools:
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
+        self.turn = 0  # the request's user messages: a tool found now was found at this turn
+        self.turns: dict[str, int] = {}  # the turn that found each tool a session remembers (0: not known)
         self.search_calls = 0
         self.deferral = deferral if discovery is not None and deferral in ("call_tool", "native") else "tools"
         self.call_tool = self.deferral == "call_tool"
@@ -158,10 +160,15 @@ class RequestTools:
         """The conversation as the upstream is sent it: with the `call_tool` deferral, the client's plain calls
         of deferred tools as the `call_tool` calls the model made."""
         if self.native:
-            return with_loads(messages, {spec.name for spec in self.deferred_specs()}, self.discovered)
+            deferred = {spec.name for spec in self.deferred_specs()}
+            return with_loads(messages, deferred, self.discovered, {**self.found_turns(), **self.turns})
         if not self.call_tool:
             return list(messages)
         return wrapped_history(messages, self._wrapped)
+
+    def found_turns(self) -> dict[str, int]:
+        """The turn that found each tool loaded after the start, for the session to remember."""
+        return {name: self.turns.get(name) or self.turn for name in self.discovered}
 
     def _wrapped(self, name: str) -> bool:
         entry = self.entries.get(name)
@@ -309,7 +316,7 @@ async def tools_for(
     config: Config,
     request: ChatRequest,
     cache: DiscoveryCache,
-    remembered: Iterable[str] = (),
+    remembered: Iterable[str] | Mapping[str, int] = (),
     scope: ToolScope | None = None,
     deferral: str = "tools",
     search_output: bool = False,
@@ -323,9 +330,12 @@ async def tools_for(
         tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope, deferral, search_output)
     else:
         tools = prepare_request_tools(catalog, config, request, cache, scope, deferral, search_output)
+    tools.turn = sum(message.role == "user" for message in request.messages)
     tools.load(history_tool_names(request.messages))
-    tools.load(request.loaded_tools)
+    tools.turns = {name: 0 for name in tools.load(request.loaded_tools)}
     tools.load(remembered)
+    if isinstance(remembered, Mapping):
+        tools.turns.update(remembered)
     discovery = config.tool_discovery
     if discovery.prefetch:
         text = latest_user_text(request.messages)

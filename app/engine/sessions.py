@@ -4,15 +4,17 @@ Sessions belong to a caller: the store is keyed by the caller's `Identity` and t
 that pick the same id never see each other's tools. In memory by default: bounded in entries and in bytes
 (least recently used sessions go first) and expiring, so a gateway that serves many clients for months uses
 flat memory whatever ids they send. With `sessions.redis_url`, sessions live in Redis instead, so several
-replicas behind a load balancer behave as one. Either way they live in the keyed store (`app.store`), one JSON
-list of tool names a session, in discovery order. Without a session id a request starts from the config and its
-history. A session store that fails never fails a request: it is only a saved search round.
+replicas behind a load balancer behave as one. Either way they live in the keyed store (`app.store`), one JSON list
+a session of its tools in discovery order, each with the turn that found it (the number of user messages the
+conversation had then): an upstream that defers tools itself loads each one there, the same place every time.
+Without a session id a request starts from the config and its history. A session store that fails never fails a
+request: it is only a saved search round.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from app.config import SessionConfig
@@ -53,22 +55,28 @@ class Sessions:
         self.max_tools = max_tools
 
     async def tools(self, session: SessionKey) -> list[str]:
+        return list(await self.found(session))
+
+    async def found(self, session: SessionKey) -> dict[str, int]:
+        """The session's tools, in discovery order, each with the turn that found it (0: not known)."""
         try:
             found = await self.store.get(_key(session))
         except StoreUnavailable as exc:  # a session is an optimisation, never a failure
             log.log(unavailable_level(exc), "session %s", exc)
-            return []
-        return _names(found)
+            return {}
+        return _found(found)
 
-    async def remember(self, session: SessionKey, names: Iterable[str]) -> None:
-        """Add what this request discovered, and start the session's time to live again."""
+    async def remember(self, session: SessionKey, names: Iterable[str], turns: Mapping[str, int] | None = None) -> None:
+        """Add what this request discovered (`turns`: the turn that found each), and start the session's time to
+        live again."""
         key = _key(session)
         try:
-            known = _names(await self.store.get(key))
-            known.extend(name for name in dict.fromkeys(names) if name not in known)
+            known = _found(await self.store.get(key))
+            for name in names:
+                known.setdefault(name, (turns or {}).get(name, 0))
             if known:
-                kept = known[-self.max_tools :]  # a session that keeps searching keeps its latest finds
-                await self.store.put(key, dump_json(kept), self.ttl)
+                kept = list(known.items())[-self.max_tools :]  # a session that keeps searching keeps its latest
+                await self.store.put(key, dump_json([[name, turn] for name, turn in kept]), self.ttl)
         except StoreUnavailable as exc:
             log.log(unavailable_level(exc), "session %s", exc)
 
@@ -80,8 +88,15 @@ def _key(session: SessionKey) -> Key:
     return Key(NAMESPACE, session.identity.id, session.id)
 
 
-def _names(value: bytes | None) -> list[str]:
-    return [] if value is None else [str(name) for name in load_json(value)]
+def _found(value: bytes | None) -> dict[str, int]:
+    """A stored session: `[name, turn]` pairs, or the names alone of a session an earlier version stored."""
+    found: dict[str, int] = {}
+    for entry in load_json(value) if value is not None else ():
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], int):
+            found[str(entry[0])] = entry[1]
+        else:
+            found[str(entry)] = 0
+    return found
 
 
 def session_store(config: SessionConfig, identities: Identities | None = None) -> Sessions:

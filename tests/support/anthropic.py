@@ -11,6 +11,7 @@ import httpx
 import respx
 
 from app.config import parse_config
+from bench.cache_upstream import Refused, read_messages
 from tests.support.gateway import GatewayFactory, load_example
 
 ANTHROPIC_UPSTREAM = "http://anthropic.test/v1"
@@ -103,14 +104,23 @@ def streamed_message(content: list[dict[str, Any]], stop: str, usage: tuple[int,
     return sse(events)
 
 
-def scripted_anthropic(router: respx.MockRouter) -> tuple[list[dict[str, Any]], list[httpx.Response]]:
+def scripted_anthropic(
+    router: respx.MockRouter, validate: bool = True
+) -> tuple[list[dict[str, Any]], list[httpx.Response]]:
     """The Anthropic upstream on `router`: the calls it received (body and headers) and the replies it gives, in
-    order (push httpx.Responses onto them)."""
+    order (push httpx.Responses onto them). It refuses what the real API refuses (`validate`; off for a fuzz
+    whose upstream answers are themselves invalid)."""
     calls: list[dict[str, Any]] = []
     replies: list[httpx.Response] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         calls.append({"body": json.loads(request.content), "headers": request.headers})
+        try:
+            if validate:
+                read_messages(calls[-1]["body"])  # e.g. a reference to a tool not deferred
+        except Refused as exc:
+            return httpx.Response(400, json={"type": "error", "error": {"type": "invalid_request_error",
+                                                                         "message": str(exc)}})  # fmt: skip
         return replies.pop(0)
 
     router.post(f"{ANTHROPIC_UPSTREAM}/messages").mock(side_effect=answer)

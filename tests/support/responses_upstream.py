@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench.cache_upstream import Refused, read_responses
 from tests.support.scripted import free_port
 
 RESPONSES_UPSTREAM = "http://responses.test/v1"
@@ -181,6 +182,10 @@ Reply = dict[str, Any] | list[dict[str, Any]] | tuple[int, dict[str, Any]]
 def answer(body: dict[str, Any], reply: Reply | None) -> tuple[int, str, bytes]:
     """Status, content type and bytes for `reply`: a `response` (streamed when the request asked), a list of
     stream events as they are, or (status, error body)."""
+    try:
+        read_responses(body)  # what the real API refuses, refused: an output without its call
+    except Refused as exc:
+        reply = (400, {"error": {"message": str(exc), "type": "invalid_request_error", "param": "input"}})
     if reply is None:
         reply = (500, {"error": {"message": "script exhausted", "type": "server_error"}})
     if isinstance(reply, tuple):

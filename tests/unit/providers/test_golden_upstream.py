@@ -187,17 +187,18 @@ FRONTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+UP = {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0}
+
+
 def config() -> Any:
     return parse_config(
         {
             "providers": {
-                "up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0, "deferral": "tools"},
+                "up": {**UP, "deferral": "tools"},
                 "claude": {**CLAUDE_PROVIDER, "deferral": "tools"},
                 "resp": {**RESPONSES_PROVIDER, "deferral": "tools"},
-                "up_call_tool": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0,
-                                 "deferral": "call_tool"},  # fmt: skip
-                "up_native": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0,
-                              "deferral": "native"},  # fmt: skip
+                "up_call_tool": {**UP, "deferral": "call_tool"},
+                "up_native": {**UP, "deferral": "native"},
                 "claude_native": {**CLAUDE_PROVIDER, "deferral": "native"},
                 "resp_native": {**RESPONSES_PROVIDER, "deferral": "native"},
             },
@@ -309,9 +310,9 @@ def anthropic_replies(stream: bool) -> list[httpx.Response]:
 def responses_replies(stream: bool, native: bool = False) -> list[httpx.Response]:
     """The same three turns as a Responses upstream answers them, each reasoning first (encrypted, to go back); the
     search a client-executed `tool_search` call with the `native` deferral."""
+    client_search = {"type": "tool_search_call", "execution": "client", "status": "completed"}
     search = (
-        {"id": "tsc_s", "type": "tool_search_call", "call_id": "call_s", "execution": "client", "status": "completed",
-         "arguments": {"query": "convert currency"}}  # fmt: skip
+        {**client_search, "id": "tsc_s", "call_id": "call_s", "arguments": {"query": "convert currency"}}
         if native
         else {**function_call("search_tools", {"query": "convert currency"}), "call_id": "call_s"}
     )

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import Upstream, chat_body, completion, events, sse_reply
-from tests.support.anthropic import anthropic_gateway, message, streamed, tool_use
+from tests.support.anthropic import anthropic_gateway, message, scripted_anthropic, streamed, tool_use
+from tests.support.upstream import mock_upstreams
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
@@ -113,9 +114,14 @@ async def test_no_stream_chunk_makes_an_internal_error(upstream: Upstream, gatew
         _assert_clean(await client.post("/v1/chat/completions", json=body), chunks)
 
 
-async def test_no_anthropic_answer_makes_a_500(anthropic_upstream: Any, gateway_factory: Any) -> None:
-    _, replies = anthropic_upstream
-    client = await anthropic_gateway(gateway_factory)
+async def test_no_anthropic_answer_makes_a_500(gateway_factory: Any) -> None:
+    with mock_upstreams() as router:
+        _, replies = scripted_anthropic(router, validate=False)  # a fuzzed answer's calls are themselves invalid
+        client = await anthropic_gateway(gateway_factory)
+        await _anthropic_fuzz(client, replies)
+
+
+async def _anthropic_fuzz(client: Any, replies: list[httpx.Response]) -> None:
     valid = [message([{"type": "text", "text": "hi"}, tool_use("weather__get_alerts", {"region": "EU"})], "tool_use")]
     for answer in _draw(st.one_of(*(_mutated(v) for v in valid)) | JSON, 100):
         final = [httpx.Response(200, json=message([{"type": "text", "text": "done"}], "end_turn")) for _ in "12345"]

@@ -45,13 +45,16 @@ async def test_native_blocks_reach_the_upstream_untouched(anthropic_upstream: An
                 {
                     "type": "tool_result",
                     "tool_use_id": "toolu_1",
-                    "content": [{"type": "tool_reference", "tool_name": "lookup"}],
+                    "content": [{"type": "tool_reference", "tool_name": "convert"}],
                 },
                 {"type": "text", "text": "go on"},
             ],
         },
     ]
-    tools: Any = [{"name": "lookup", "description": "Look up", "input_schema": {"type": "object"}}]
+    tools: Any = [
+        {"name": "lookup", "description": "Look up", "input_schema": {"type": "object"}},
+        {"name": "convert", "description": "Convert", "input_schema": {"type": "object"}, "defer_loading": True},
+    ]
     thinking: Any = {"type": "enabled", "budget_tokens": 1024}
     reply = await sdk(client).messages.create(
         model="sonnet", max_tokens=2048, system=system, messages=history, tools=tools, thinking=thinking, top_k=5
