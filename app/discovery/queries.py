@@ -115,6 +115,7 @@ def compose(
     is_loaded: Callable[[str], bool],
     loaded_note: str,
     servers: Sequence[str],
+    brief: bool = False,
 ) -> tuple[str, list[ToolEntry], bool]:
     """The answer to a call of several queries: every tool once, in the order the queries found them, marked by
     the queries that found it; then what a query found nothing for, or only by meaning, and the `loaded` tools
@@ -132,7 +133,7 @@ def compose(
     if found:
         shown = {name: "for " + ", ".join(f"'{shown_name(query)}'" for query in queries)
                  for name, queries in marks.items()}  # fmt: skip
-        listing = describe(found, is_loaded, loaded_note, shown, f" for {len(hits)} queries")
+        listing = describe(found, is_loaded, loaded_note, shown, f" for {len(hits)} queries", brief)
     lines: list[str] = []
     empty = [hit for hit in hits if not hit.fresh and not hit.notes and not hit.had_loaded]
     if empty and not found and not already:

@@ -50,6 +50,7 @@ class Found:
     discovery: Discovery
     is_loaded: Callable[[str], bool]
     loaded_note: str
+    brief: bool = False  # found tools' definitions reach the model another way: their lines are short
 
 
 def run_search(
@@ -60,6 +61,7 @@ def run_search(
     loaded_servers: Sequence[str] = (),
     loaded_note: str = LOADED_NOTE,
     budget: QueryBudget = DEFAULT_BUDGET,
+    brief: bool = False,
 ) -> SearchOutcome:
     """Answer a `search_tools` call. `loaded_note` closes a list of newly found tools: what the caller can now
     do with them (the MCP front's proxy mode calls them through `call_tool`). `budget` bounds its queries."""
@@ -80,7 +82,7 @@ def run_search(
             "Error: search_tools needs at least one of 'query' (keywords), 'queries', 'server_name' or 'tool_names'.",
             [],
         )
-    found = Found(discovery, is_loaded, loaded_note)
+    found = Found(discovery, is_loaded, loaded_note, brief)
     if len(asked.run) > 1:
         outcome = _several(asked.run, server, names, found, limit, loaded_servers, notes)
     else:
@@ -119,7 +121,8 @@ def _several(
             already.extend(passed[query])
             fresh = [each.entry for each in scored]
             hits.append(QueryHits(query, fresh, bool(scored and scored[0].weak), had_loaded=bool(passed[query])))
-    text, fresh, weak = compose(hits, already, found.is_loaded, found.loaded_note, list(discovery.by_group))
+    groups = list(discovery.by_group)
+    text, fresh, weak = compose(hits, already, found.is_loaded, found.loaded_note, groups, found.brief)
     return SearchOutcome(text, fresh, weak, queries=tuple(queries))
 
 
@@ -220,7 +223,7 @@ def _resolve_names(names: list[str], server: str | None, scope: Found) -> Named:
 def _by_names(names: list[str], server: str | None, scope: Found) -> SearchOutcome:
     named = _resolve_names(names, server, scope)
     is_loaded = scope.is_loaded
-    text = describe(named.found, is_loaded, scope.loaded_note) if named.found else ""
+    text = describe(named.found, is_loaded, scope.loaded_note, brief=scope.brief) if named.found else ""
     if named.missing:
         text = "\n".join(([text, ""] if text else []) + named.missing)
     if named.loaded:
@@ -371,7 +374,7 @@ def _by_query(query: str, server: str | None, scope: Found, limit: int) -> Searc
             f"tool_names from the manifest.{hint}",
             [],
         )
-    text = describe(fresh, is_loaded, scope.loaded_note) if fresh else "No new tools found."
+    text = describe(fresh, is_loaded, scope.loaded_note, brief=scope.brief) if fresh else "No new tools found."
     if ranked and ranked[0].weak:
         text = (
             f"No tool matches the words of '{shown_name(query)}'; these are the closest by meaning (weak matches: "
@@ -386,7 +389,7 @@ def _by_server(server: str, scope: Found) -> SearchOutcome:
     discovery, is_loaded = scope.discovery, scope.is_loaded
     entries = discovery.by_group[server]
     shown = entries[:SEARCH_RESULTS_HARD_CAP]
-    text = describe(shown, is_loaded, scope.loaded_note)
+    text = describe(shown, is_loaded, scope.loaded_note, brief=scope.brief)
     rest = entries[SEARCH_RESULTS_HARD_CAP:]
     if rest:
         text += (

@@ -237,8 +237,9 @@ class RequestTools:
         loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         budget = QueryBudget(self.max_queries, left, per_request)
         note = FOUND_NOTE if self.call_tool else LOADED_NOTE
+        brief = self.call_tool or self.native  # the definitions follow in the text, or load where it stands
         outcome = run_search(
-            arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, loaded_note=note, budget=budget
+            arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, note, budget, brief
         )
         outcome = with_related(outcome, self.discovery, self.load_related, self.is_loaded)
         found = [*outcome.found, *outcome.related]
