@@ -8,9 +8,8 @@ from pydantic import Field, StrictBool, model_validator
 
 from app.config.base import Strict
 
-CHAT_DEFERRAL: Literal["native", "tools", "call_tool"] = (
-    "tools"  # an OpenAI-compatible upstream's default: chosen by bench/cache.py (docs/discovery.md)
-)
+# An OpenAI-compatible upstream's default deferral, the cheaper one on bench/cache.py's traces (docs/discovery.md).
+CHAT_DEFERRAL: Literal["native", "tools", "call_tool"] = "call_tool"
 
 
 class ProviderConfig(Strict):

@@ -35,7 +35,8 @@ def load_example(name: str) -> ModuleType:
 
 def make_config(**overrides: Any) -> Config:
     raw: dict[str, Any] = {
-        "providers": {"up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0}},
+        # Found tools join `tools` (the tests of the other deferrals, and of the defaults, say so themselves).
+        "providers": {"up": {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0, "deferral": "tools"}},
         "models": {"fast": {"provider": "up", "model": "gpt-test-mini", "params": {"temperature": 0.1}}},
         "mcpServers": {
             "weather": {"command": "unused", "defer_loading": False},

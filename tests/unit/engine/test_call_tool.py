@@ -166,8 +166,8 @@ async def test_unknown_and_not_found_names_say_search_first(upstream: Upstream, 
     assert response.json()["tool_discovery"]["tools_called"] == []
 
 
-async def test_default_deferral_adds_found_tools(upstream: Upstream, gateway_factory: Any) -> None:
-    """`tools`, the default: found tools join the list as before, and no call_tool is offered."""
+async def test_the_tools_deferral_adds_found_tools(upstream: Upstream, gateway_factory: Any) -> None:
+    """`tools`: found tools join the list as before, and no call_tool is offered."""
     client, _ = await gateway_factory(call_tool_config("tools"))
     upstream.script(completion(calls=[("search_tools", {"query": "convert currency"})]), completion("ok"))
     response = await client.post("/v1/chat/completions", json=chat_body("convert"))
@@ -300,3 +300,12 @@ async def test_client_tool_through_call_tool_on_messages(upstream: Upstream, gat
         assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "call_tool"
         assert sent["messages"][1]["tool_calls"][0]["id"] == block["id"]
         assert sent["messages"][2]["tool_call_id"] == block["id"]
+
+
+async def test_call_tool_is_a_chat_upstreams_default(upstream: Upstream, gateway_factory: Any) -> None:
+    provider = {"base_url": UPSTREAM, "api_key": "sk-test-secret", "max_retries": 0}
+    client, _ = await gateway_factory(make_config(providers={"up": provider}))
+    upstream.script(completion(calls=[("search_tools", {"query": "convert currency"})]), completion("ok"))
+    response = await client.post("/v1/chat/completions", json=chat_body("convert"))
+    assert response.json()["tool_discovery"]["deferral"] == "call_tool"
+    assert upstream.tool_names(1) == upstream.tool_names(0) and upstream.tool_names(0)[-1] == "call_tool"

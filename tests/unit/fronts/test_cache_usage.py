@@ -24,14 +24,14 @@ ANTHROPIC_USAGE = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input
                    "cache_read_input_tokens": 300}  # fmt: skip
 MESSAGES_USAGE = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 200,
                   "cache_read_input_tokens": 300}  # fmt: skip
-PROVIDERS = {"up": {"base_url": "http://upstream.test/v1", "api_key": "sk-test-secret", "max_retries": 0},
-             "claude": CLAUDE_PROVIDER, "resp": RESPONSES_PROVIDER}  # fmt: skip
+UP = {"base_url": "http://upstream.test/v1", "api_key": "sk-test-secret", "max_retries": 0, "deferral": "tools"}
+PROVIDERS = {"up": UP, "claude": CLAUDE_PROVIDER, "resp": RESPONSES_PROVIDER}
 MODELS = {"fast": {"provider": "up", "model": "gpt-test-mini"}, "sonnet": {"provider": "claude", "model": "c-4"},
           "codex": {"provider": "resp", "model": "gpt-5"}}  # fmt: skip
 
 
-async def _gateway(gateway_factory: Any) -> tuple[httpx.AsyncClient, Any]:
-    config = make_config(providers=PROVIDERS, models=MODELS)
+async def _gateway(gateway_factory: Any, deferral: str = "tools") -> tuple[httpx.AsyncClient, Any]:
+    config = make_config(providers={**PROVIDERS, "up": {**UP, "deferral": deferral}}, models=MODELS)
     targets = {name: load_example(name).mcp for name in ("weather", "notes", "finance", "textkit")}
     return await gateway_factory(config, targets=targets)  # type: ignore[no-any-return]
 
@@ -180,3 +180,17 @@ async def test_cache_writes_are_not_taken_for_input(gateway_factory: Any) -> Non
         )
     usage = anthropic.types.Message.model_validate(raw.json()).usage
     assert usage.input_tokens == 10 and usage.cache_creation_input_tokens == 200
+
+
+async def test_a_fixed_tools_array_loses_no_cache_hits(gateway_factory: Any) -> None:
+    """With `call_tool` (a chat upstream's default) a search never changes the tools array: nothing is lost."""
+    replies = [completion(calls=[("search_tools", {"query": "convert currency"})], usage=(3000, 5)),
+               completion("Done.", usage=(3500, 5))]  # fmt: skip
+    with mock_upstreams() as router:
+        router.post("http://upstream.test/v1/chat/completions").mock(
+            side_effect=lambda request: httpx.Response(200, json=replies.pop(0))
+        )
+        client, _ = await _gateway(gateway_factory, "call_tool")
+        body = {"model": "fast", "messages": [{"role": "user", "content": "Convert 5 USD to EUR"}]}
+        found = (await client.post("/v1/chat/completions", json=body)).json()["tool_discovery"]
+    assert found["cache_hits_lost"] == 0 and found["tool_tokens_kept_out"] > 0
