@@ -88,14 +88,15 @@ def test_a_prompt_runs_to_the_end_at_the_first_try(
 def test_it_searches_and_runs_a_deferred_mcp_tool_server_side(
     gateway: ServedGateway, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
-    scripted.script(
+    scripted.script(  # a chat upstream's default deferral: found tools run through call_tool
         completion(calls=[("search_tools", {"query": "convert currency"})]),
-        completion(calls=[("finance__convert_currency", CONVERT)]),
+        completion(calls=[("call_tool", {"name": "finance__convert_currency", "arguments": CONVERT})]),
         completion("250 USD is about 230 EUR."),
     )
     result, _ = run_claude(gateway.base_url, "Convert 250 USD to EUR.", tmp_path)
     assert result["result"] == "250 USD is about 230 EUR."
-    assert "finance__convert_currency" in [tool["function"]["name"] for tool in scripted.requests[1]["tools"]]
+    assert "finance__convert_currency" in json.dumps(scripted.requests[1]["messages"][-1]), "found, defined in text"
+    assert scripted.requests[1]["tools"] == scripted.requests[0]["tools"], "the tools array never changes"
     ran = scripted.requests[2]["messages"][-1]
     assert ran["role"] == "tool" and "EUR" in ran["content"], "the MCP tool ran in the gateway"
 
