@@ -16,7 +16,7 @@ A mode is a config overlay (`MODES`, or `--mode NAME=JSON`); `"*"` under `provid
 A mode whose config the gateway refuses is printed as not available. Search is by keywords (the search model off)
 unless --semantic.
 
-    python bench/cache.py [--quick] [--modes all,tools,call_tool,native] [--catalogs 20,100,1000]
+    python bench/cache.py [--quick] [--modes all,tools,call_tool,native,auto] [--catalogs demo,20,100,1000]
                           [--mode NAME=JSON] [--semantic] [--no-record] [--out NAME]
 """
 
@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,6 +60,9 @@ RUNS = [("chat_app", "chat"), ("chat_app", "anthropic"), ("chat_app", "responses
         ("agent", "anthropic"), ("agent", "responses"), ("codex", "responses")]  # fmt: skip
 QUICK_RUNS = [("chat_app", "chat"), ("agent", "anthropic"), ("codex", "responses")]
 MAX_SERVERS = 12  # MCP server processes per catalog: the data's servers, the smaller merged past this
+DEMO = "demo"  # the catalog of the bundled demo (examples/servers), played by the chat app on its own tools
+DEMO_SERVERS = {"weather": "weather", "notes": "notes", "calendar": "calendar_server", "finance": "finance",
+                "textkit": "textkit"}  # fmt: skip
 
 
 # -- catalogs -----------------------------------------------------------------------------------------------------
@@ -90,6 +93,13 @@ def exposed_names(servers: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
 # -- conversations ------------------------------------------------------------------------------------------------
 
 
+class DemoNames(dict[str, str]):
+    """The demo's `server/tool` -> the gateway's name for it (`server__tool`)."""
+
+    def __missing__(self, key: str) -> str:
+        return key.replace("/", "__")
+
+
 def load_script(name: str, names: dict[str, str]) -> dict[str, Any]:
     """A committed conversation with its MCP tools under the gateway's names and its steps as the model's."""
     script: dict[str, Any] = json.loads(require_data(SCRIPTS / f"{name}.json").read_text())
@@ -98,7 +108,8 @@ def load_script(name: str, names: dict[str, str]) -> dict[str, Any]:
         actions = []
         for action in step["actions"]:
             if "mcp" in action:
-                actions.append(Action(names[action["mcp"]], action["arguments"], query=action["query"]))
+                mcp = Action(names[action["mcp"]], action["arguments"], query=action["query"])
+                actions.append(replace(mcp, expect=action.get("expect", "")))
             else:
                 actions.append(Action(action["client"], action["arguments"], result=action["result"]))
         steps.append(Step(step["user"], tuple(actions), step["answer"]))
@@ -210,21 +221,27 @@ def merged(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def gateway_config(servers: dict[str, Path], upstream: str, semantic: bool) -> dict[str, Any]:
+def catalog_config(servers: dict[str, Path]) -> dict[str, Any]:
+    """`mcpServers` serving each catalog file with bench/cache_catalog.py."""
+    script = str(ROOT / "bench" / "cache_catalog.py")
+    return {name: {"command": sys.executable, "args": [script], "env": {"CATALOG": str(path)}}
+            for name, path in servers.items()}  # fmt: skip
+
+
+def demo_config() -> dict[str, Any]:
+    """`mcpServers` of the bundled demo: its five example servers, 39 tools."""
+    return {name: {"command": sys.executable, "args": [str(ROOT / "examples" / "servers" / f"{file}.py")]}
+            for name, file in DEMO_SERVERS.items()}  # fmt: skip
+
+
+def gateway_config(mcp_servers: dict[str, Any], upstream: str, semantic: bool) -> dict[str, Any]:
     providers = {name: {"type": kind, "base_url": upstream, "api_key": "bench", "max_retries": 0}
                  for name, kind in PROVIDERS.items()}  # fmt: skip
     return {
         "providers": providers,
         "default_provider": "chat",
         "models": {f"via-{name}": {"provider": name, "model": "scripted"} for name in PROVIDERS},
-        "mcpServers": {
-            name: {
-                "command": sys.executable,
-                "args": [str(ROOT / "bench" / "cache_catalog.py")],
-                "env": {"CATALOG": str(path)},
-            }
-            for name, path in servers.items()
-        },
+        "mcpServers": mcp_servers,
         "tool_discovery": {"enabled": True, "semantic": {"enabled": semantic}},
     }
 
@@ -251,7 +268,7 @@ def wait_for_gateway(port: int, process: Any, seconds: float = 120) -> bool:
 
 @dataclass
 class Row:
-    catalog: int
+    catalog: int | str
     shape: str
     provider: str
     mode: str
@@ -273,7 +290,7 @@ class Row:
 
 
 def run_mode(
-    config: dict[str, Any], mode: str, catalog: int, runs: list[tuple[str, str]], upstreams: Upstreams,
+    config: dict[str, Any], mode: str, catalog: int | str, runs: list[tuple[str, str]], upstreams: Upstreams,
     scripts: dict[str, dict[str, Any]],
 ) -> list[Row]:  # fmt: skip
     port = free_port()
@@ -282,7 +299,7 @@ def run_mode(
 
 
 def _run_mode(
-    config: dict[str, Any], mode: str, catalog: int, runs: list[tuple[str, str]], upstreams: Upstreams,
+    config: dict[str, Any], mode: str, catalog: int | str, runs: list[tuple[str, str]], upstreams: Upstreams,
     scripts: dict[str, dict[str, Any]], port: int, log: IO[str],
 ) -> list[Row]:  # fmt: skip
     process, workdir = start_gateway(config, port, log=log)
@@ -314,7 +331,7 @@ def _run_mode(
 
 
 def mode_rows(
-    base: dict[str, Any], overlay: dict[str, Any], mode: str, catalog: int, runs: list[tuple[str, str]],
+    base: dict[str, Any], overlay: dict[str, Any], mode: str, catalog: int | str, runs: list[tuple[str, str]],
     upstreams: Upstreams, scripts: dict[str, dict[str, Any]],
 ) -> list[Row]:  # fmt: skip
     """The mode's rows; when the gateway refuses an overlay meant for every provider (`"*"`), it is tried on each
@@ -375,9 +392,9 @@ def serve_upstreams(upstreams: Upstreams) -> tuple[uvicorn.Server, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the 100-tool catalog and one conversation per front")
-    parser.add_argument("--modes", default="all,tools,call_tool,native", help="modes to run, in order")
+    parser.add_argument("--modes", default="all,tools,call_tool,native,auto", help="modes to run, in order")
     parser.add_argument("--mode", action="append", default=[], metavar="NAME=JSON", help="add or replace a mode")
-    parser.add_argument("--catalogs", default="20,100,1000", help="catalog sizes")
+    parser.add_argument("--catalogs", default="demo,20,100,1000", help="catalog sizes, and `demo`: the bundled one")
     parser.add_argument("--semantic", action="store_true", help="hybrid search with the local model")
     parser.add_argument("--data", type=Path, default=TOOLS_DATA, help="the tool-retrieval data file")
     add_record_options(parser, "cache")
@@ -390,7 +407,11 @@ def main() -> None:
     chosen = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     if unknown := [mode for mode in chosen if mode not in modes]:
         parser.error(f"unknown modes {unknown}; known: {sorted(modes)}")
-    catalogs = [100] if args.quick else [int(size) for size in args.catalogs.split(",")]
+    catalogs: list[int | str] = (
+        [100]
+        if args.quick
+        else [size if size == DEMO else int(size) for size in (each.strip() for each in args.catalogs.split(","))]
+    )
     runs = QUICK_RUNS if args.quick else RUNS
 
     model = Model()
@@ -400,6 +421,16 @@ def main() -> None:
     started = time.monotonic()
     try:
         for size in catalogs:
+            if size == DEMO:
+                chat_app = load_script("chat_app_demo", DemoNames())
+                model.learn(chat_app["model_steps"])
+                base = gateway_config(demo_config(), upstream_url, args.semantic)
+                shown = [run for run in runs if run[0] == "chat_app"]
+                for mode in chosen:
+                    print(f"catalog {size}: mode {mode}", file=sys.stderr)
+                    rows += mode_rows(base, modes[mode], mode, size, shown, upstreams, {"chat_app": chat_app})
+                continue
+            assert isinstance(size, int)
             servers = catalog_servers(size, data)
             names = exposed_names(servers)
             scripts = {shape: load_script(shape, names) for shape in {shape for shape, _ in runs}}
@@ -410,7 +441,7 @@ def main() -> None:
                 for name, tools in servers.items():
                     paths[name] = Path(folder) / f"{name}.json"
                     paths[name].write_text(json.dumps(tools))
-                base = gateway_config(paths, upstream_url, args.semantic)
+                base = gateway_config(catalog_config(paths), upstream_url, args.semantic)
                 for mode in chosen:
                     print(f"catalog {size}: mode {mode}", file=sys.stderr)
                     rows += mode_rows(base, modes[mode], mode, size, runs, upstreams, scripts)

@@ -40,6 +40,7 @@ class Action:
     arguments: dict[str, Any]
     query: str = ""  # how the model searches for an MCP tool; empty for a client tool
     result: str = ""  # a client tool's result, which the bench's client sends back
+    expect: str = ""  # what an MCP tool's result says (bench/cache_catalog.py's answers name their tool)
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,8 @@ class Model:
                     self.misses.append(action.tool)
                 return Decision("answer", text=f"I could not find a tool for: {action.query}")
             return Decision("search", SEARCH, {"query": action.query})
-        for action in step.actions:  # bench/cache_catalog.py's answers name their tool
-            marker = f"{action.tool.split('__', 1)[-1]}: done for"
+        for action in step.actions:
+            marker = action.expect or f"{action.tool.split('__', 1)[-1]}: done for"
             if action.query and not any(marker in text for text in seen.recent):
                 with self.lock:
                     self.misses.append(f"{action.tool} (its result never came back)")

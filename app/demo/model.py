@@ -5,7 +5,8 @@ words (unless a tool it already has clearly fits), call the best tool whose argu
 message, and go on to the next task once that call's result is in the conversation. A required argument it
 cannot fill ends the turn with a question; when every task is done it answers with the results. The gateway
 resends the whole conversation each round, so the state is rebuilt from it every time; the task a call belongs
-to travels in the call's id.
+to travels in the call's id. Behind the `call_tool` deferral, found tools are not in its tool list: it reads their
+definitions in the search results and runs the one it picks through `call_tool`, as an LLM would.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.demo.shell import shell_call, without_reminders
 LABEL = "[demo model: a scripted stand-in for an LLM]"
 ASKING = "I need"  # in an answer that asks for arguments, so the user's reply is read together with the request
 SEARCH = "search_tools"
+CALL_TOOL = "call_tool"
 _TASK_ID = re.compile(r"^call_demo_(\d+)_")
 
 
@@ -54,6 +56,8 @@ def respond(body: dict[str, Any]) -> Reply:
         return Reply(f"{LABEL}\n\nThere is no user message to answer.")
     request = _request_text(messages, users)
     tools = _functions(body.get("tools"))
+    if CALL_TOOL in tools:  # found tools are defined in the search results and run through call_tool
+        tools = {**_found(messages), **tools}
     choice = body.get("tool_choice")
     steps = _steps(messages[users[-1] + 1 :])
     notes: list[str] = []
@@ -104,6 +108,22 @@ def _functions(tools: Any) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _found(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The definitions the conversation's search results carry (the last line of each, a JSON list), each marked
+    to run through call_tool."""
+    found: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        lines = _text(message.get("content")).strip().splitlines() if message.get("role") == "tool" else []
+        try:
+            listed = json.loads(lines[-1]) if lines and lines[-1].startswith("[{") else []
+        except ValueError:
+            listed = []
+        for definition in listed if isinstance(listed, list) else []:
+            if isinstance(definition, dict) and isinstance(definition.get("name"), str):
+                found[definition["name"]] = {**definition, CALL_TOOL: True}
+    return found
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -123,7 +143,11 @@ def _steps(turns: list[dict[str, Any]]) -> dict[int, _Step]:
             match = _TASK_ID.match(str(call.get("id", "")))
             task = int(match[1]) if match else sum(step.call is not None for step in steps.values())
             arguments = arguments if isinstance(arguments, dict) else {}
-            calls[str(call.get("id"))] = (task, str(function.get("name")), arguments)
+            name = str(function.get("name"))
+            if name == CALL_TOOL:  # the call of the tool it names
+                name, inner = str(arguments.get("name")), arguments.get("arguments")
+                arguments = inner if isinstance(inner, dict) else {}
+            calls[str(call.get("id"))] = (task, name, arguments)
         if turn.get("role") == "tool" and str(turn.get("tool_call_id")) in calls:
             task, name, arguments = calls[str(turn.get("tool_call_id"))]
             step = steps.setdefault(task, _Step())
@@ -166,7 +190,7 @@ def _next_move(
     candidates = [
         _candidate(name, function, task, facts, context, ranked)
         for name, function in tools.items()
-        if name != SEARCH and (forced is None or name == forced)
+        if name not in (SEARCH, CALL_TOOL) and (forced is None or name == forced)
     ]
     best = max((c for c in candidates if c.relevance > 0 or forced), key=lambda c: c.score, default=None)
     if forced == SEARCH or (forced is None and searchable and not _clearly_fits(best)):
@@ -181,6 +205,8 @@ def _next_move(
     if best.filled.missing:
         wanted = "; ".join(f"{name} ({about.rstrip('.')})" if about else name for name, about in best.filled.missing)
         return f'To call `{best.name}` for "{task}" {ASKING}: {wanted}. Could you tell me?'
+    if tools[best.name].get(CALL_TOOL):
+        return _call(index, CALL_TOOL, {"name": best.name, "arguments": best.filled.arguments})
     return _call(index, best.name, best.filled.arguments)
 
 

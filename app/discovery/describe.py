@@ -24,9 +24,9 @@ def describe(
     purpose: str = "",
     brief: bool = False,
 ) -> str:
-    """`marks` adds a word on a tool's line (which queries found it); `purpose` ends the heading; `brief` leaves out
-    the parameters, for a caller that gets each found tool's whole definition another way (loaded by reference, or
-    listed after), since every token of a result is paid again as the conversation grows."""
+    """`marks` adds a word on a tool's line (which queries found it); `purpose` ends the heading; `brief` names each
+    tool on one line, for a caller that gets its whole definition another way (loaded by reference, or listed
+    after): every token of a result is paid again, from the cache, in each later call of the conversation."""
     any_new = False
     lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}{purpose}:", ""]
     for entry in entries:
@@ -36,11 +36,13 @@ def describe(
         status = "; already loaded" if loaded else ""
         mark = f"; {marks[entry.name]}" if marks and entry.name in marks else ""
         lines.append(f"- {entry.name} ({origin}{status}{mark})")
+        if brief:  # its definition follows, or loads here: the line names it
+            continue
         if entry.description:
-            lines.append(f"  {_first_paragraph(entry.description, 120 if brief else 300)}")
-        if not brief:
-            lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
+            lines.append(f"  {_first_paragraph(entry.description)}")
+        lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
         lines.append("")
+    lines.extend([""] if brief else [])
     lines.append(loaded_note if any_new else "These tools were already loaded.")
     return "\n".join(lines)
 

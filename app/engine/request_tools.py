@@ -197,6 +197,14 @@ class RequestTools:
         loaded = ", ".join(self.loaded_names) or "none"
         return f"Error: Unknown tool '{name}'. Loaded tools: {loaded}.{hint}"
 
+    def pin(self, names: Iterable[str]) -> None:
+        """Load deferred tools as if loaded from the start: in `tools` from the first round on, whatever the
+        deferral."""
+        for name in names:
+            if name in self.entries and name not in self._loaded:
+                self._loaded.add(name)
+                self._initial.append(name)
+
     def load(self, names: Iterable[str]) -> list[str]:
         """Load deferred tools by name (unknown or already loaded names are ignored); return the new ones."""
         new: list[str] = []
@@ -333,7 +341,10 @@ async def tools_for(
         tools = prepare_request_tools(catalog, config, request, cache, scope, deferral, search_output)
     tools.turn = sum(message.role == "user" for message in request.messages)
     tools.load(history_tool_names(request.messages))
-    tools.turns = {name: 0 for name in tools.load(request.loaded_tools)}
+    if tools.call_tool:  # a client's own tool search loaded them: they join the list it fixes from the start
+        tools.pin(request.loaded_tools)
+    else:
+        tools.turns = {name: 0 for name in tools.load(request.loaded_tools)}
     tools.load(remembered)
     if isinstance(remembered, Mapping):
         tools.turns.update(remembered)

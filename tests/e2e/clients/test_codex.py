@@ -69,16 +69,17 @@ def test_a_deferred_mcp_tool_is_searched_and_run_in_the_gateway(
     scripted: ScriptedUpstream, gateway: str, tmp_path: Path
 ) -> None:
     convert = {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}
-    scripted.script(
+    scripted.script(  # found tools run through call_tool, a chat upstream's default
         completion(calls=[("search_tools", {"query": "convert currency"})]),
-        completion(calls=[("finance__convert_currency", convert)]),
+        completion(calls=[("call_tool", {"name": "finance__convert_currency", "arguments": convert})]),
         completion("250 USD is about 230 EUR."),
     )
     answer, _ = run(gateway, tmp_path, "Convert 250 USD to EUR.")
     assert "250 USD is about 230 EUR." in answer
     assert len(scripted.requests) == 3, "one Codex request, three upstream rounds"
     assert "finance__convert_currency" not in tool_names(scripted.requests[0])
-    assert "finance__convert_currency" in tool_names(scripted.requests[1]), "found by search"
+    assert "finance__convert_currency" in json.dumps(scripted.requests[1]["messages"][-1]), "found by search"
+    assert tool_names(scripted.requests[2]) == tool_names(scripted.requests[0]), "the tools array never changed"
     result = scripted.requests[2]["messages"][-1]
     assert result["role"] == "tool" and "EUR" in result["content"], "the MCP tool ran in the gateway"
 
