@@ -70,10 +70,12 @@ def gateway_config(
     retrying; the example servers weather (loaded) and finance (deferred); keyword search only. Any other keyword
     replaces the top-level key of its name."""
     base_url = upstream.base_url
-    providers: dict[str, Any] = {"up": {"base_url": base_url, "api_key": up_key, "max_retries": 0}}
+    tools = {"deferral": "tools"}  # found tools join `tools` (tests of the other deferrals say so themselves)
+    providers: dict[str, Any] = {"up": {"base_url": base_url, "api_key": up_key, "max_retries": 0, **tools}}
     models: dict[str, Any] = {"fast": {"provider": "up", "model": "gpt-test"}}
     if claude:
-        providers["claude"] = {"type": "anthropic", "base_url": base_url, "api_key": "sk-ant", "max_retries": 0}
+        claude_provider = {"type": "anthropic", "base_url": base_url, "api_key": "sk-ant", "max_retries": 0}
+        providers["claude"] = {**claude_provider, **tools}
         models["sonnet"] = {"provider": "claude", "model": "c-4"}
     config: dict[str, Any] = {
         "providers": providers,

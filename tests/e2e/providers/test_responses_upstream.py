@@ -42,7 +42,13 @@ def scripted() -> Iterator[ScriptedResponses]:
 def api(scripted: ScriptedResponses, tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
     config = {
         "providers": {
-            "resp": {"type": "openai_responses", "base_url": scripted.base_url, "api_key": "sk-up", "max_retries": 0}
+            "resp": {
+                "type": "openai_responses",
+                "base_url": scripted.base_url,
+                "api_key": "sk-up",
+                "max_retries": 0,
+                "deferral": "tools",
+            }
         },
         "models": {"r": {"provider": "resp", "model": "gpt-5", "params": {"reasoning_effort": "low"}}},
         "mcpServers": {

@@ -43,10 +43,12 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         "env": {"SLOW_MARKER": str(workdir / "slow-marker.txt")},
     }
     config["stream_keepalive_seconds"] = 0.3
+    config["providers"]["openai"]["deferral"] = "tools"  # found tools join `tools`, as these tests read them
     config["providers"]["claude"] = {
         "type": "anthropic",
         "base_url": scripted.base_url,
         "api_key": "sk-ant-integration",
+        "deferral": "tools",
     }
     config["models"]["claude"] = {"provider": "claude", "model": "claude-sonnet-4-5"}
     path = workdir / "config.json"

@@ -32,6 +32,8 @@ AS_TEAM = {"Authorization": f"Bearer {KEY}"}
 WHOAMI = str(SERVERS.parent.parent / "tests" / "servers" / "whoami.py")
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 
+TOOLS = {"deferral": "tools"}  # found tools join `tools`, as these tests read them
+
 
 class Replica:
     def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
@@ -44,7 +46,7 @@ def replicas(
 ) -> Iterator[tuple[Replica, Replica]]:
     """Two gateways on one config and one Redis, started together."""
     config = {
-        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0}},
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0, **TOOLS}},
         "models": {"fast": {"provider": "up", "model": "gpt-test-mini"}},
         "mcpServers": {
             "textkit": {"command": "python", "args": [str(SERVERS / "textkit.py")], "defer_loading": True},
@@ -258,7 +260,7 @@ def test_several_workers_on_one_port_share_a_session_through_redis(
     """`serve --workers 2`: two worker processes on one port, each with its own stdio MCP server; whichever
     worker a request reaches, the session's discoveries are there."""
     config = {
-        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0}},
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0, **TOOLS}},
         "models": {"fast": {"provider": "up", "model": "gpt-test-mini"}},
         "mcpServers": {"textkit": {"command": "python", "args": [str(SERVERS / "textkit.py")], "defer_loading": True}},
         "tool_discovery": {"semantic": {"enabled": False}},

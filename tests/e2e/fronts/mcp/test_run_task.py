@@ -24,7 +24,7 @@ NOTE = {"title": "Groceries", "body": "milk, eggs"}
 def config_for(tmp: Path, scripted: ScriptedUpstream, **run_task: Any) -> Path:
     marker = tmp / "slow-marker.txt"
     config = {
-        "providers": {"up": {"base_url": scripted.base_url, "api_key": "k", "max_retries": 0}},
+        "providers": {"up": {"base_url": scripted.base_url, "api_key": "k", "max_retries": 0, "deferral": "tools"}},
         "models": {"worker": {"provider": "up", "model": "scripted-model"}},
         "mcpServers": {
             "notes": {"command": sys.executable, "args": [str(SERVERS / "notes.py")], "defer_loading": True},
