@@ -10,8 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
+from fastmcp import Client
 
 from app.config import parse_config
+from app.engine.gateway import Gateway
+from app.fronts.mcp.server import McpFront
+from tests.support import load_example
 from tests.support.anthropic import CLAUDE_PROVIDER, message, streamed_message, tool_use
 from tests.support.responses_upstream import RESPONSES_PROVIDER, function_call, response, scripted_responses
 from tests.support.responses_upstream import message as output_message
@@ -235,3 +239,27 @@ async def test_a_responses_upstream_loads_found_tools_by_tool_search_output(
     assert output["call_id"] == "call_s" and "ship_order" in [tool["name"] for tool in output["tools"]]
     kinds = [item["type"] for item in sent[2]["input"]]
     assert kinds[-4:] == ["tool_search_call", "tool_search_output", "function_call", "function_call_output"]
+
+
+async def test_run_task_on_an_anthropic_upstream_loads_found_tools_natively(anthropic_upstream: Any) -> None:
+    """The MCP front's `run_task` goes through the same loop: found tools are named by `tool_reference`."""
+    calls, replies = anthropic_upstream
+    replies += [
+        httpx.Response(200, json=message([tool_use("search_tools", {"query": "convert currency"}, "t1")], "tool_use")),
+        httpx.Response(200, json=message([tool_use("finance__convert_currency", CONVERT, "t2")], "tool_use")),
+        httpx.Response(200, json=message([{"type": "text", "text": "10 USD is 8.77 EUR."}], "end_turn")),
+    ]
+    raw = native_config().model_dump(mode="json", by_alias=True, exclude_none=True)
+    config = parse_config({**raw, "mcp_front": {"mode": "proxy", "run_task": {"model": "sonnet"}}}, environ={})
+    gateway = Gateway(config, {name: load_example(name).mcp for name in ("finance", "notes")})
+    await gateway.start()
+    try:
+        async with Client(McpFront(gateway, "proxy").server) as client:
+            result = await client.call_tool("run_task", {"task": "Convert 10 USD to EUR"})
+    finally:
+        await gateway.stop()
+    assert "8.77 EUR" in str(result.content[0])
+    bodies = [call["body"] for call in calls]
+    assert all(body["tools"] == bodies[0]["tools"] for body in bodies)
+    assert "finance__convert_currency" in references(results_of(bodies[1])[-1])
+    assert '"converted":8.77' in json.dumps(results_of(bodies[2])[-1]).replace(" ", "").replace("\\", "")
