@@ -35,9 +35,12 @@ def describe(
         any_new = any_new or not loaded
         status = "; already loaded" if loaded else ""
         mark = f"; {marks[entry.name]}" if marks and entry.name in marks else ""
-        lines.append(f"- {entry.name} ({origin}{status}{mark})")
-        if brief:  # its definition follows, or loads here: the line names it
+        if brief:  # its definition follows, or loads here: the line names it (an MCP tool's name says its server)
+            parts = ("client tool" if not entry.server else "", status[2:], mark[2:])
+            about = ", ".join(part for part in parts if part)
+            lines.append(f"- {entry.name}" + (f" ({about})" if about else ""))
             continue
+        lines.append(f"- {entry.name} ({origin}{status}{mark})")
         if entry.description:
             lines.append(f"  {_first_paragraph(entry.description)}")
         lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")

@@ -169,12 +169,12 @@ class Gateway:
                         if isinstance(event, Finished | Failed) and not remembered:
                             remembered = True  # before the last event: its reader may stop there
                             spans.observe(trace, event)
-                            await self._remember(session, tools)
+                            await self._remember(session, tools, loop.tools_called)
                             await _settle(admission, meter)
                         yield event
             finally:
                 if not remembered:  # the client left mid-way: what was found still counts, and what was spent
-                    await self._remember(session, tools)
+                    await self._remember(session, tools, loop.tools_called)
                     await _settle(admission, meter)
         except Exception as exc:  # refused before any event (a model or tool set not allowed, a limit, a session id)
             spans.failed(trace.span, exc)
@@ -193,9 +193,9 @@ class Gateway:
         answer = route.options(request.options).max_tokens or self.config.limits.default_output_tokens
         return TokenMeter(request, answer, self.prompt_counts)
 
-    async def _remember(self, session: SessionKey | None, tools: RequestTools) -> None:
+    async def _remember(self, session: SessionKey | None, tools: RequestTools, called: list[str]) -> None:
         if session is not None:
-            await self.sessions.remember(session, tools.discovered, tools.found_turns())
+            await self.sessions.remember(session, tools.discovered, tools.found_turns(called))
 
     async def request_tools(
         self,

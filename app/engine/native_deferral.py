@@ -9,8 +9,9 @@ the tools they load (`Message.loads`), and each codec writes them in its format.
 
 A client's history does not hold the gateway's searches, so a tool the conversation used or found before must be
 loaded again in what the upstream sees: before the first call of it in the history (the same place in every
-request, so the prefix stays the same); a tool a session or prefetch loaded, right after the user message of the
-turn that found it (sessions keep that turn), which also stays where it is as the conversation grows.
+request, so the prefix stays the same); a tool an earlier turn ran in the gateway, right after the user message of
+the turn that first called it (sessions keep that turn), which also stays where it is as the conversation grows. A
+tool that was only found is not loaded again: a search by name brings it back, at the end, where it costs least.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def with_loads(
 ) -> list[Message]:
     """The conversation as the upstream is sent it: each `deferred` tool that an assistant turn calls and no
     earlier tool result loads is loaded just before that turn; the other `loaded` ones right after the user
-    message of the turn that found them (`turns`: the how-manyth user message), or at the end when not known."""
+    message of their turn (`turns`: the how-manyth user message), or at the end when it has none."""
     called = {call.name for message in messages for call in message.tool_calls if call.name in deferred}
     covered = called | {name for message in messages for name in message.loads}
     users = sum(message.role == "user" for message in messages)

@@ -93,8 +93,9 @@ class RequestTools:
         self.discovered: list[str] = []  # loaded after the start, in order: from history, session or search
         self.found_by_search: list[str] = []
         self.prefetched: list[str] = []
-        self.turn = 0  # the request's user messages: a tool found now was found at this turn
-        self.turns: dict[str, int] = {}  # the turn that found each tool a session remembers (0: not known)
+        self.turn = 0  # the request's user messages: a tool first called now was first called at this turn
+        self.turns: dict[str, int] = {}  # the turn that first called each tool a session remembers (0: not yet)
+        self.client_loaded: list[str] = []  # loaded by the client's own tool search (a stored response, a reference)
         self.search_calls = 0
         self.deferral = deferral if discovery is not None and deferral in ("call_tool", "native") else "tools"
         self.call_tool = self.deferral == "call_tool"
@@ -159,16 +160,22 @@ class RequestTools:
     def upstream_history(self, messages: list[Message]) -> list[Message]:
         """The conversation as the upstream is sent it: with the `call_tool` deferral, the client's plain calls
         of deferred tools as the `call_tool` calls the model made."""
-        if self.native:
+        if self.native:  # loaded again: what the conversation called, what this request prefetched, the client's
+            anchors = {name: turn for name, turn in self.turns.items() if turn > 0}
+            anchors |= {name: self.turn for name in self.prefetched}
+            anchors |= {name: 0 for name in self.client_loaded}
             deferred = {spec.name for spec in self.deferred_specs()}
-            return with_loads(messages, deferred, self.discovered, {**self.found_turns(), **self.turns})
+            return with_loads(messages, deferred, [name for name in self.discovered if name in anchors], anchors)
         if not self.call_tool:
             return list(messages)
         return wrapped_history(messages, self._wrapped)
 
-    def found_turns(self) -> dict[str, int]:
-        """The turn that found each tool loaded after the start, for the session to remember."""
-        return {name: self.turns.get(name) or self.turn for name in self.discovered}
+    def found_turns(self, called: Iterable[str] = ()) -> dict[str, int]:
+        """For the session: the turn that first called each tool loaded after the start, among them those `called`
+        in this request (0: found, not called yet). A native upstream gets a tool that was called loaded again
+        where it was first called, the same place in every later request; one only found is a search away."""
+        now = set(called)
+        return {name: self.turns.get(name) or (self.turn if name in now else 0) for name in self.discovered}
 
     def _wrapped(self, name: str) -> bool:
         entry = self.entries.get(name)
@@ -344,8 +351,11 @@ async def tools_for(
     if tools.call_tool:  # a client's own tool search loaded them: they join the list it fixes from the start
         tools.pin(request.loaded_tools)
     else:
-        tools.turns = {name: 0 for name in tools.load(request.loaded_tools)}
-    tools.load(remembered)
+        tools.client_loaded = tools.load(request.loaded_tools)
+    if tools.native and isinstance(remembered, Mapping):  # one only found is not loaded upstream: a search is
+        tools.load(name for name, turn in remembered.items() if turn > 0)
+    else:
+        tools.load(remembered)
     if isinstance(remembered, Mapping):
         tools.turns.update(remembered)
     discovery = config.tool_discovery

@@ -5,7 +5,7 @@ that pick the same id never see each other's tools. In memory by default: bounde
 (least recently used sessions go first) and expiring, so a gateway that serves many clients for months uses
 flat memory whatever ids they send. With `sessions.redis_url`, sessions live in Redis instead, so several
 replicas behind a load balancer behave as one. Either way they live in the keyed store (`app.store`), one JSON list
-a session of its tools in discovery order, each with the turn that found it (the number of user messages the
+a session of its tools in discovery order, each with the turn that first called it (the number of user messages the
 conversation had then): an upstream that defers tools itself loads each one there, the same place every time.
 Without a session id a request starts from the config and its history. A session store that fails never fails a
 request: it is only a saved search round.
@@ -58,7 +58,7 @@ class Sessions:
         return list(await self.found(session))
 
     async def found(self, session: SessionKey) -> dict[str, int]:
-        """The session's tools, in discovery order, each with the turn that found it (0: not known)."""
+        """The session's tools, in discovery order, each with the turn that first called it (0: not called yet)."""
         try:
             found = await self.store.get(_key(session))
         except StoreUnavailable as exc:  # a session is an optimisation, never a failure
@@ -67,13 +67,13 @@ class Sessions:
         return _found(found)
 
     async def remember(self, session: SessionKey, names: Iterable[str], turns: Mapping[str, int] | None = None) -> None:
-        """Add what this request discovered (`turns`: the turn that found each), and start the session's time to
-        live again."""
+        """Add what this request discovered (`turns`: the turn that first called each), and start the session's time
+        to live again."""
         key = _key(session)
         try:
             known = _found(await self.store.get(key))
             for name in names:
-                known.setdefault(name, (turns or {}).get(name, 0))
+                known[name] = known.get(name) or (turns or {}).get(name, 0)
             if known:
                 kept = list(known.items())[-self.max_tools :]  # a session that keeps searching keeps its latest
                 await self.store.put(key, dump_json([[name, turn] for name, turn in kept]), self.ttl)
