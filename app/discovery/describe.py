@@ -24,30 +24,33 @@ def describe(
     purpose: str = "",
     brief: bool = False,
 ) -> str:
-    """`marks` adds a word on a tool's line (which queries found it); `purpose` ends the heading; `brief` names each
-    tool on one line, for a caller that gets its whole definition another way (loaded by reference, or listed
+    """`marks` adds a word on a tool's line (which queries found it); `purpose` ends the heading; `brief` names the
+    tools in one line, for a caller that gets their whole definitions another way (loaded by reference, or listed
     after): every token of a result is paid again, from the cache, in each later call of the conversation."""
-    any_new = False
-    lines = [f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}{purpose}:", ""]
+    any_new = any(not is_loaded(entry.name) for entry in entries)
+    closing = loaded_note if any_new else "These tools were already loaded."
+    heading = f"Found {len(entries)} tool{'s' if len(entries) != 1 else ''}{purpose}:"
+    if brief:  # an MCP tool's name says its server
+        named = [entry.name + _about(entry, is_loaded(entry.name), (marks or {}).get(entry.name)) for entry in entries]
+        return f"{heading} {', '.join(named)}.\n{closing}"
+    lines = [heading, ""]
     for entry in entries:
         origin = f"server: {entry.server}" if entry.server else "client tool"
-        loaded = is_loaded(entry.name)
-        any_new = any_new or not loaded
-        status = "; already loaded" if loaded else ""
+        status = "; already loaded" if is_loaded(entry.name) else ""
         mark = f"; {marks[entry.name]}" if marks and entry.name in marks else ""
-        if brief:  # its definition follows, or loads here: the line names it (an MCP tool's name says its server)
-            parts = ("client tool" if not entry.server else "", status[2:], mark[2:])
-            about = ", ".join(part for part in parts if part)
-            lines.append(f"- {entry.name}" + (f" ({about})" if about else ""))
-            continue
         lines.append(f"- {entry.name} ({origin}{status}{mark})")
         if entry.description:
             lines.append(f"  {_first_paragraph(entry.description)}")
         lines.append(f"  Parameters: {parameter_summary(entry.parameters)}")
         lines.append("")
-    lines.extend([""] if brief else [])
-    lines.append(loaded_note if any_new else "These tools were already loaded.")
+    lines.append(closing)
     return "\n".join(lines)
+
+
+def _about(entry: ToolEntry, loaded: bool, mark: str | None) -> str:
+    parts = ["client tool" if not entry.server else "", "already loaded" if loaded else "", mark or ""]
+    about = ", ".join(part for part in parts if part)
+    return f" ({about})" if about else ""
 
 
 def _first_paragraph(text: str, limit: int = 300) -> str:
