@@ -68,9 +68,9 @@ class ToolDiscoveryConfig(Strict):
         "auto", description="for servers without defer_loading; auto defers them when their tools are large"
     )
     defer_all: StrictBool | None = Field(None, description='the older spelling of defer "all"')
-    # bench/cache.py (docs/discovery.md): with the prompt cache counted, deferring pays on every measured trace from
-    # about 6,000 tokens of tools (40 tools, 6,828 tokens: 0.65-0.97x of all loaded); at 30 (2,961) it costs more.
-    auto_defer_min_tokens: int = Field(6000, ge=0, description="o200k tokens of tools above which auto defers")
+    # bench/cache.py (docs/discovery.md), the prompt cache counted: deferring costs more at 2,961 tokens of tools (30
+    # tools: up to 1.18x of every tool loaded) and less at the demo's 4,396 (0.81-0.95x) and from there on.
+    auto_defer_min_tokens: int = Field(4000, ge=0, description="o200k tokens of tools above which auto defers")
     max_search_results: int = Field(5, ge=1, le=SEARCH_RESULTS_HARD_CAP)
     manifest_max_tokens: int = Field(1000, ge=100)
     prefetch: int = Field(0, ge=0, le=SEARCH_RESULTS_HARD_CAP)

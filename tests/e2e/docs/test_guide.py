@@ -66,7 +66,7 @@ def test_a_small_server_stays_loaded_and_search_says_where_its_tools_are(tmp_pat
     folder = config_folder(first, tmp_path)
     check = toolsift("check", "--config", "config.json", cwd=folder)
     guide = " ".join(GUIDE.read_text().split())
-    quoted = "time loaded auto: 281 tokens of tools without defer_loading <= 6,000 (this server: 281 tokens)"
+    quoted = "time loaded auto: 281 tokens of tools without defer_loading <= 4,000 (this server: 281 tokens)"
     assert quoted in guide
     assert quoted in " ".join(check.stdout.split()), check.stdout
     search = toolsift("search", "current time in Tokyo", "--config", "config.json", cwd=folder)

@@ -44,7 +44,7 @@ def demo_targets() -> dict[str, Any]:
 
 async def test_auto_defers_the_pasted_demo_block_and_decides_on_what_is_listed() -> None:
     listings = await demo_listings()
-    config = make_config(mcpServers=pasted(), tool_sets={}, tool_discovery={"auto_defer_min_tokens": 4000})
+    config = make_config(mcpServers=pasted(), tool_sets={})
     catalog = build_catalog(config, listings, version=1)
     deferral = catalog.deferral
     servers = catalog.servers.items()
@@ -60,11 +60,6 @@ async def test_auto_defers_the_pasted_demo_block_and_decides_on_what_is_listed()
     early = build_catalog(config, {"weather": listings["weather"]}, version=2)
     assert not any(entry.deferred for entry in early.tools.values()), "one small server alone stays loaded"
     assert early.deferral.servers["notes"].reason.endswith("(this server: not listed yet)")
-
-    cached = build_catalog(make_config(mcpServers=pasted(), tool_sets={}), listings, version=3)
-    assert not any(entry.deferred for entry in cached.tools.values()), (
-        "by default 4,400 tokens of tools stay loaded: the provider's cache makes them cheaper than searching"
-    )
 
 
 async def test_an_explicit_defer_loading_always_wins() -> None:
@@ -111,7 +106,7 @@ def test_defer_all_is_an_alias_of_defer_all_and_cannot_contradict_defer() -> Non
 
 
 async def test_chat_and_mcp_fronts_both_see_the_pasted_block_deferred(upstream: Upstream, gateway_factory: Any) -> None:
-    config = make_config(mcpServers=pasted(), tool_sets={}, tool_discovery={"auto_defer_min_tokens": 4000})
+    config = make_config(mcpServers=pasted(), tool_sets={})
     client, gateway = await gateway_factory(config, targets=demo_targets())
     upstream.script(completion("x"))
     await client.post("/v1/chat/completions", json=chat_body("hi"))
