@@ -5,7 +5,8 @@ Committed conversations (bench/data/cache: a chat app, an agent like Claude Code
 run through the real gateway (`toolsift serve`) against scripted upstreams in this process (chat completions,
 Anthropic Messages, Responses: bench/cache_upstream.py), which act as the model would: search for a need, call
 the found tool, answer. The MCP tools are the first 20, 100 or 1,000 tools of bench/data's tool-retrieval data
-(real MCP servers first), served by bench/cache_catalog.py. Every upstream request is billed by
+(real MCP servers first), served by bench/cache_catalog.py, or (`demo`) the bundled demo's example servers, on
+which the chat app asks for their tools. Every upstream request is billed by
 bench/cache_bill.py: upstream requests, input tokens, the prefix-cacheable share (the longest prefix shared with an
 earlier request of the conversation, in the provider's render order: tools, system, messages), uncached tokens,
 and the effective input at the provider's published multipliers (OpenAI: cached 0.1x from 1,024 tokens in
