@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
 import sys
 
 from app.config import Config
-from app.engine.build import build_gateway, running
+from app.engine.build import build_gateway
 from app.errors import RequestRefused
 from app.fronts.mcp.server import McpFront
 
 
 async def mcp(config: Config, args: argparse.Namespace) -> int:
     """The MCP front over stdio: stdout carries the protocol, so everything else goes to stderr. The gateway runs
-    as when serving (keyword search at once, hybrid once the tools are embedded; `run_task` if configured)."""
+    as when serving (keyword search at once, hybrid once the tools are embedded; `run_task` if configured). It
+    answers `initialize` at once and starts the servers behind it (its other requests wait for that start, at
+    most the start-up timeout): a client that gives up on `initialize` after 15 s (the MCP Inspector) never waits
+    for the slowest server, and it is told `list_changed` as each later one comes up."""
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
-    async with running(build_gateway(config), "mcp") as gateway:
-        front = McpFront(gateway, args.mode or config.mcp_front.mode, args.tool_set)
-        try:
-            front.served()
-        except RequestRefused as exc:
-            print(f"toolsift: {exc.message}", file=sys.stderr)
-            return 2
+    gateway = build_gateway(config)
+    front = McpFront(gateway, args.mode or config.mcp_front.mode, args.tool_set)
+    try:
+        front.served()
+    except RequestRefused as exc:
+        print(f"toolsift: {exc.message}", file=sys.stderr)
+        return 2
+    front.push_list_changed()
+    starting = front.starting = asyncio.create_task(gateway.start(), name="gateway start")
+    try:
         await front.server.run_stdio_async(show_banner=False, log_level="WARNING")
-        return 0
+    finally:
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+        await gateway.stop()
+    return 0

@@ -15,6 +15,7 @@ discovery once per catalog version; the loaded/deferred rules and their texts ar
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,29 @@ class McpFront:
         )
         self.server.add_middleware(RedactedResults())  # outermost: it sees every result, refusals included
         self.server.add_middleware(ClientMiddleware(self))
+        self.session: Any = None  # the client told of every change, where the front pushes (stdio: one client)
+        self._pushes: set[asyncio.Task[None]] = set()
+        self.starting: asyncio.Task[None] | None = None  # the gateway's start, when `initialize` does not wait for it
+
+    @property
+    def pushes(self) -> bool:
+        return self._catalog_changed in self.gateway.mcp.listeners
+
+    def push_list_changed(self) -> None:
+        """Tell the connected clients `list_changed` as soon as the catalog changes (a server came up or listed
+        new tools), not on their next request: over stdio a client may wait for the news before asking again."""
+        self.gateway.mcp.listeners.append(self._catalog_changed)
+
+    def _catalog_changed(self) -> None:
+        if self.session is not None:
+            task = asyncio.create_task(self.session.send_tool_list_changed())
+            self._pushes.add(task)
+            task.add_done_callback(self._pushed)
+
+    def _pushed(self, task: asyncio.Task[None]) -> None:
+        self._pushes.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # a client gone: it is told nothing more
+            self.session = None
 
     def served(self) -> Served:
         """The tools of the catalog as it is now, rebuilt once per catalog version. Raises RequestRefused for an
@@ -166,6 +190,9 @@ class CatalogTools(Provider):
         return self.front.served().tools.get(name)
 
 
+SERVED_METHODS = ("tools/", "resources/", "prompts/")  # what the servers behind the front answer
+
+
 class ClientMiddleware(Middleware):
     """Tells a client its tool list changed (on its next request, the only channel a sessionless protocol
     has), hides the deferred tools a client has not enabled, and answers a call of one with the engine's words."""
@@ -175,6 +202,10 @@ class ClientMiddleware(Middleware):
 
     async def on_request(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         session = context.fastmcp_context
+        if session is not None and self.front.pushes:
+            self.front.session = session.session
+        if self.front.starting is not None and str(context.method).startswith(SERVED_METHODS):
+            await asyncio.shield(self.front.starting)  # the servers the gateway starts with, up or given up on
         if session is not None and context.method != "initialize":
             fingerprint = self.front.served().fingerprint
             client = self.front.calling_client()

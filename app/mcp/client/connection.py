@@ -38,6 +38,10 @@ RECONNECT_FIRST_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
 LIVENESS_INTERVAL = 15.0  # an idle connection is pinged this often
 LISTING_PACE = 5.0  # a listing that took t seconds is not repeated within 5t
+# A server still starting when the gateway stops waiting for it (its start-up timeout) is put down with that cause
+# and left to finish its handshake for this long, in the background: one that takes 8 s to start is up at 8 s, not
+# never. Past this, the attempt fails like a crash and is retried with the same backoff.
+HANDSHAKE_SECONDS = 120.0
 CALL_GRACE_SECONDS = 5.0  # a remote answer stream may outlast its request's timeout by this much, then it is cut
 
 
@@ -91,10 +95,9 @@ class ServerConnection:
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
         try:
             await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
-        except TimeoutError:
+        except TimeoutError:  # down with the cause; its attempt goes on, and it comes up when it answers
             waited = f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake)"
             self._fail(self._cause(waited, handshake=False))
-            self._task.cancel()
 
     async def _run(self) -> None:
         """Connect, serve, and when the server dies or drops, reconnect with backoff, for the gateway's life."""
@@ -125,7 +128,7 @@ class ServerConnection:
             message_handler=ListChanged(self.request_refresh),
             log_handler=self._server_log,
             timeout=self.tool_timeout,
-            init_timeout=self.startup_timeout,
+            init_timeout=max(self.startup_timeout, HANDSHAKE_SECONDS),
         )
         handshake = False
         self._transport = target
