@@ -26,6 +26,7 @@ from app.engine.responses_store import OFF_LOOP_BYTES, UNAVAILABLE, ResponseStor
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
+from app.fronts.responses_pages import Page, listed
 from app.fronts.responses_stream import ResponsesStream
 from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
 from app.fronts.sse_wire import KEEPALIVE
@@ -177,6 +178,16 @@ class ResponsesFront:
         if stored is None:
             raise _not_found(response_id)
         return stored.response
+
+    async def input_items(self, call: Call, response_id: str, page: Page) -> JsonObject:
+        """A page of the input items the caller's stored response answered (its own input, and that of the
+        responses it continued, as they were sent)."""
+        stored = await self.store.get(call.identity, response_id)
+        if stored is None:
+            raise _not_found(response_id)
+        output = stored.response.get("output")
+        answered = len(output) if isinstance(output, list) else 0
+        return listed(response_id, stored.items[: max(len(stored.items) - answered, 0)], page)
 
     async def delete(self, call: Call, response_id: str) -> JsonObject:
         if not await self.store.delete(call.identity, response_id):

@@ -1,5 +1,6 @@
 """The Responses API's handlers: `POST /v1/responses` through the common pipeline, and the caller's stored
-responses at `GET`/`DELETE /v1/responses/{id}` (another caller's are a 404, as unknown ones are). Their paths are
+responses at `GET`/`DELETE /v1/responses/{id}` and their input items at `GET /v1/responses/{id}/input_items`
+(another caller's are a 404, as unknown ones are). Their paths are
 in the route table (app/server/routes.py).
 """
 
@@ -12,6 +13,7 @@ from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.base import Call, Limits
 from app.fronts.responses import ResponsesFront
+from app.fronts.responses_pages import input_page
 from app.identity import identity_of
 from app.server.edge import request_id_of
 from app.server.serve import serve
@@ -34,6 +36,17 @@ class ResponsesApi:
                 body = await self.front.delete(call, response_id)
             else:
                 body = await self.front.retrieve(call, response_id)
+        except GatewayError as exc:
+            return JSONResponse(self.front.error(exc), exc.status, headers={"x-request-id": call.request_id})
+        return JSONResponse(body, headers={"x-request-id": call.request_id})
+
+    async def input_items(self, request: Request) -> Response:
+        """`GET /v1/responses/{id}/input_items`: the items a stored response answered, a page at a time."""
+        config = self.gateway.config
+        call = Call(request_id_of(request.scope), identity_of(request.scope), Limits(config.max_messages, 0))
+        try:
+            page = input_page(request.query_params)
+            body = await self.front.input_items(call, request.path_params["response_id"], page)
         except GatewayError as exc:
             return JSONResponse(self.front.error(exc), exc.status, headers={"x-request-id": call.request_id})
         return JSONResponse(body, headers={"x-request-id": call.request_id})

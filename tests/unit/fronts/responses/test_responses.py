@@ -308,3 +308,30 @@ async def test_reasoning_items_passed_back_go_with_their_turn(upstream: Upstream
     messages = upstream.requests[0]["messages"]
     assert messages[1]["reasoning_content"] == "Hm." and messages[1]["tool_calls"][0]["id"] == "call_1"
     assert messages[2] == {"role": "tool", "content": "ok", "tool_call_id": "call_1"}
+
+
+async def test_input_items_list_a_stored_responses_input_a_page_at_a_time(
+    upstream: Upstream, gateway_factory: Any
+) -> None:
+    """`responses.input_items.list` with the SDK: the whole conversation a response answered (the input of the
+    response it continued too), newest first by default, paged by the SDK's cursors; only its caller sees it."""
+    client, _ = await gateway_factory(make_config(auth={"api_keys": ["key-alice", "key-bob"]}))
+    alice, bob = sdk(client, "key-alice"), sdk(client, "key-bob")
+    upstream.script(completion("Hi."), completion("Paris."))
+    first = await alice.responses.create(model="fast", input="hello")
+    later = [{"role": "user", "content": "capital of France?"}, {"role": "user", "content": "one word"}]
+    second = await alice.responses.create(model="fast", input=later, previous_response_id=first.id)  # type: ignore[arg-type]
+
+    newest = await alice.responses.input_items.list(second.id)
+    texts = [item.content[0].text for item in newest.data]  # type: ignore[union-attr]
+    assert texts == ["one word", "capital of France?", "Hi.", "hello"]
+    oldest = [item async for item in alice.responses.input_items.list(second.id, order="asc", limit=1)]
+    assert [item.content[0].text for item in oldest] == texts[::-1]  # type: ignore[union-attr]
+    assert len({item.id for item in oldest}) == 4, "each item its own id, the same at every read"
+    page = await alice.responses.input_items.list(second.id, order="asc", limit=2, after=oldest[0].id)
+    assert [item.id for item in page.data] == [item.id for item in oldest[1:3]] and page.has_more is True
+    with pytest.raises(openai.NotFoundError):
+        await bob.responses.input_items.list(second.id)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await alice.responses.input_items.list(second.id, limit=500)
+    assert refused.value.param == "limit"  # type: ignore[attr-defined]
