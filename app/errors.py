@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.redaction import redact
+from app.redaction import redact, redact_value
+
+SOURCE_HEADER = "x-toolsift-error-source"  # who gave an error the gateway passes on (an upstream, its status)
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -24,13 +26,20 @@ class GatewayError(Exception):
         type: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        source: str | None = None,
+        fields: dict[str, Any] | None = None,
     ) -> None:
+        """`source`: who said it, when not the gateway (an upstream, with its status), told in a header so the
+        message stays the upstream's own; `fields`: the other fields of an upstream's error object (`details`,
+        ...), which a client's SDK may act on, passed on in the error object."""
         super().__init__(message)
         self.status = status
         self.message = message
         self.type = type
         self.param = param
         self.code = code
+        self.source = source
+        self.fields = fields or {}
         self.retry_after: float | None = None  # seconds the upstream asked us to wait, if it said
 
     @property
@@ -39,20 +48,25 @@ class GatewayError(Exception):
         return self.status in RETRYABLE_STATUS and self.code != "provider_not_configured"
 
     def body(self) -> dict[str, Any]:
-        return error_body(self.message, self.type, self.param, self.code)
+        return error_body(self.message, self.type, self.param, self.code, self.fields)
 
     def headers(self) -> dict[str, str]:
-        """`Retry-After` on a 429 that says how long to wait (an identity's limit, or the upstream's own)."""
+        """`Retry-After` on a 429 that says how long to wait (an identity's limit, or the upstream's own), and
+        `x-toolsift-error-source` on an error an upstream gave."""
+        headers = {SOURCE_HEADER: redact(self.source)} if self.source else {}
         if self.status == 429 and self.retry_after is not None:
-            return {"retry-after": str(max(1, round(self.retry_after)))}
-        return {}
+            headers["retry-after"] = str(max(1, round(self.retry_after)))
+        return headers
 
 
-def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    """The error as the client sees it; configured secrets are redacted here, where error text leaves the gateway
-    (an upstream may echo the key it was sent)."""
+def error_body(
+    message: str, type: str, param: str | None = None, code: str | None = None, fields: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The error as the client sees it, with an upstream's other `fields`; configured secrets are redacted here,
+    where error text leaves the gateway (an upstream may echo the key it was sent)."""
     param = redact(param) if param is not None else None
-    return {"error": {"message": redact(message), "type": type, "param": param, "code": code}}
+    extra = redact_value(fields) if fields else {}
+    return {"error": {**extra, "message": redact(message), "type": type, "param": param, "code": code}}
 
 
 class RequestRefused(Exception):
@@ -68,6 +82,8 @@ class RequestRefused(Exception):
         return GatewayError(400, self.message, param=self.param, code=self.code)
 
 
-def anthropic_error_body(message: str, type: str) -> dict[str, Any]:
-    """The error in Anthropic's shape (the Messages front, and the edge's refusals on its paths); redacted alike."""
-    return {"type": "error", "error": {"type": type, "message": redact(message)}}
+def anthropic_error_body(message: str, type: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The error in Anthropic's shape (the Messages front, and the edge's refusals on its paths), with an
+    upstream's other `fields` (`details`, which the SDKs act on); redacted alike."""
+    extra = redact_value(fields) if fields else {}
+    return {"type": "error", "error": {**extra, "type": type, "message": redact(message)}}

@@ -85,4 +85,4 @@ class MessagesFront:
         return render_stream(events, MessagesStream(model, self.error))
 
     def error(self, error: GatewayError) -> JsonObject:
-        return anthropic_error_body(error.message, error_type(error))
+        return anthropic_error_body(error.message, error_type(error), error.fields)

@@ -319,22 +319,31 @@ def log_foreign_options(provider: str, request: UpstreamRequest, own: WireFormat
 
 
 def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:
-    """Keep the upstream's status, message, type and code; name the provider so the source is clear."""
+    """The upstream's error as it gave it: its status, message, type, code and param, and its other fields
+    (Anthropic's `details`, which the SDKs act on); the gateway's own words, which provider said it, go in the
+    source (a header), not into the message."""
     message, error_type, code, param = content.decode("utf-8", "replace")[:500] or f"HTTP {status}", None, None, None
+    fields: dict[str, Any] = {}
     parsed = parse_json(content)
     error = parsed.get("error") if isinstance(parsed, dict) else None
     if isinstance(error, dict):
         message = str(error.get("message") or message)
         error_type, code, param = error.get("type"), error.get("code"), error.get("param")
+        fields = {key: value for key, value in error.items() if key not in STANDARD_ERROR_FIELDS}
     elif isinstance(error, str):
         message = error
     return GatewayError(
         status,
-        f"Upstream provider '{provider}' returned HTTP {status}: {message}",
+        message,
         type=str(error_type or ("upstream_error" if status >= 500 else "invalid_request_error")),
         param=param if isinstance(param, str) else None,
         code=str(code) if code is not None else None,
+        source=f"upstream provider '{provider}' answered HTTP {status}",
+        fields=fields,
     )
+
+
+STANDARD_ERROR_FIELDS = frozenset({"message", "type", "code", "param"})
 
 
 def parse_json(text: str | bytes) -> Any:
