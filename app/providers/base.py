@@ -318,6 +318,21 @@ def log_foreign_options(provider: str, request: UpstreamRequest, own: WireFormat
         log.debug("upstream provider=%s left out what it does not take: %s", provider, ", ".join(foreign))
 
 
+def refuse_threads(request: UpstreamRequest) -> None:
+    """An Anthropic message thread (`thread`: the client sends only the new turn, the rest is kept upstream) that
+    an upstream of another format cannot continue: sent on, its context would be silently lost. Refused as
+    Anthropic refuses a thread it does not serve, so the SDKs' tool runners go on without threads."""
+    thread = request.options.params.get("anthropic", {}).get("thread")
+    if thread is not None:
+        raise GatewayError(
+            400,
+            "Message threads are not supported by this model's upstream; send the whole conversation instead.",
+            param="thread",
+            code="thread_unsupported_request",
+            fields={"details": {"error_code": "thread_unsupported_request"}},
+        )
+
+
 def upstream_error(provider: str, status: int, content: bytes) -> GatewayError:
     """The upstream's error as it gave it: its status, message, type, code and param, and its other fields
     (Anthropic's `details`, which the SDKs act on); the gateway's own words, which provider said it, go in the

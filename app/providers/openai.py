@@ -10,7 +10,7 @@ from app.codecs.openai_chat.answers import ReasoningDetails, delta_from_chunk, d
 from app.codecs.openai_chat.requests import to_openai
 from app.config import ProviderConfig
 from app.core.model import Delta, JsonObject, UpstreamRequest
-from app.providers.base import HttpProvider, log_foreign_options
+from app.providers.base import HttpProvider, log_foreign_options, refuse_threads
 
 
 class OpenAIProvider(HttpProvider):
@@ -21,6 +21,7 @@ class OpenAIProvider(HttpProvider):
 
     async def complete(self, request: UpstreamRequest) -> Delta:
         log_foreign_options(self.name, request, "openai")
+        refuse_threads(request)
         answer = await self.post_json("/chat/completions", to_openai(request), check=self._completion)
         return delta_from_completion(answer)
 
@@ -29,6 +30,7 @@ class OpenAIProvider(HttpProvider):
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
         log_foreign_options(self.name, request, "openai")
+        refuse_threads(request)
         details = ReasoningDetails()
         body = to_openai(request)
         if not self.stream_usage:  # an upstream that refuses the option: counted with our own tokenizer

@@ -18,7 +18,7 @@ from app.codecs.responses.requests import request_body, with_reasoning_kept
 from app.config import ProviderConfig
 from app.core.model import Delta, JsonObject, UpstreamRequest
 from app.errors import GatewayError
-from app.providers.base import HttpProvider, upstream_error
+from app.providers.base import HttpProvider, refuse_threads, upstream_error
 
 HOSTED_TOOLS = frozenset(
     {
@@ -41,6 +41,7 @@ class ResponsesProvider(HttpProvider):
         super().__init__(name, config, auth, unset_key_variable)
 
     async def complete(self, request: UpstreamRequest) -> Delta:
+        refuse_threads(request)
         response = await self.post_json("/responses", with_reasoning_kept(request_body(request)), check=self._response)
         problem = failed(response)
         if problem is not None:
@@ -51,6 +52,7 @@ class ResponsesProvider(HttpProvider):
         return self.checked(Response, answer, "response")
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
+        refuse_threads(request)
         decoder = StreamDecoder()
         body = with_reasoning_kept(request_body(request))
         async for event in self.stream_events("/responses", body):

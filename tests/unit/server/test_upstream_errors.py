@@ -12,6 +12,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support import make_config
 from tests.support.anthropic import anthropic_gateway, sdk
 from tests.support.responses import sdk as openai_sdk
 
@@ -40,3 +41,18 @@ async def test_an_anthropic_upstreams_error_keeps_its_details_on_every_front(
     raw = await client.post("/v1/responses", json={"model": "sonnet", "input": "hi"})
     assert raw.status_code == 400 and raw.json()["error"]["details"] == DETAILS
     assert raw.json()["error"]["message"] == "threads are not supported"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_thread_a_chat_upstream_cannot_continue_is_refused_as_anthropic_refuses_it(
+    stream: bool, upstream: Any, gateway_factory: Any
+) -> None:
+    """Sent on, a thread's context would be lost (the client sends only its new turn): refused with the error the
+    SDKs' tool runners read as "go on without threads"."""
+    client, _ = await gateway_factory(make_config())
+    body = {"model": "fast", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+            "thread": {"type": "create"}, "stream": stream}  # fmt: skip
+    answer = await client.post("/v1/messages", json=body, headers={"anthropic-beta": "message-threads-2026-08-12"})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["details"] == {"error_code": "thread_unsupported_request"}
+    assert answer.json()["type"] == "error" and not upstream.requests
