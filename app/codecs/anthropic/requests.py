@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 
+from app.codecs.anthropic.output_format import format_in, with_format
 from app.codecs.anthropic.protocol import BETA_HEADER, SYSTEM_ROLES, MessagesRequest
 from app.core.model import (
     ChatRequest,
@@ -59,12 +60,14 @@ def chat_request(request: MessagesRequest, payload: JsonObject, beta: str | None
     native = {key: value for key, value in payload.items() if key not in TYPED_FIELDS}
     if request.metadata is not None:
         native["metadata"] = request.metadata
+    response_format = format_in(native)
     options = Options(
         max_tokens=request.max_tokens,
         temperature=payload.get("temperature"),
         top_p=payload.get("top_p"),
         stop=request.stop_sequences or None,
         reasoning=_reasoning_in(native),
+        response_format=response_format,
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         user=user if isinstance(user, str) and user else None,
@@ -246,7 +249,7 @@ def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObjec
         body["thinking"] = {"type": "enabled", "budget_tokens": options.reasoning.budget_tokens}
     if native is not None:
         body.update(native)
-    return body
+    return with_format(body, options.response_format)
 
 
 def _tool(tool: ToolSpec) -> JsonObject:

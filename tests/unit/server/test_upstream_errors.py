@@ -12,8 +12,9 @@ import httpx
 import openai
 import pytest
 
-from tests.support import make_config
-from tests.support.anthropic import anthropic_gateway, sdk
+from tests.support import completion, make_config
+from tests.support.anthropic import CLAUDE_PROVIDER, anthropic_gateway, message, sdk
+from tests.support.gateway import UPSTREAM
 from tests.support.responses import sdk as openai_sdk
 
 DETAILS = {"error_code": "thread_unsupported_request"}
@@ -56,3 +57,34 @@ async def test_a_thread_a_chat_upstream_cannot_continue_is_refused_as_anthropic_
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["details"] == {"error_code": "thread_unsupported_request"}
     assert answer.json()["type"] == "error" and not upstream.requests
+
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+          "additionalProperties": False}  # fmt: skip
+
+
+async def test_structured_outputs_cross_formats_and_what_cannot_is_refused(
+    upstream: Any, anthropic_upstream: Any, gateway_factory: Any
+) -> None:
+    """Anthropic's `output_config.format` reaches a chat upstream as `response_format`; a chat client's JSON schema
+    reaches Anthropic as `output_config.format`; a `json_object` Anthropic has no form for is a 400, not dropped."""
+    calls, replies = anthropic_upstream
+    providers = {"up": {"base_url": UPSTREAM, "api_key": "sk-test", "max_retries": 0}, "claude": CLAUDE_PROVIDER}
+    models = {"fast": {"provider": "up", "model": "gpt-test"}, "sonnet": {"provider": "claude", "model": "claude-x"}}
+    client, _ = await gateway_factory(make_config(providers=providers, models=models))
+    upstream.script(completion('{"city": "Paris"}'))
+    body = {"model": "fast", "max_tokens": 64, "messages": [{"role": "user", "content": "capital of France?"}],
+            "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}}  # fmt: skip
+    answer = await client.post("/v1/messages", json=body)
+    assert answer.status_code == 200 and answer.json()["content"][0]["text"] == '{"city": "Paris"}'
+    sent = upstream.requests[0]["response_format"]
+    assert sent == {"type": "json_schema", "json_schema": {"name": "output", "schema": SCHEMA, "strict": True}}
+
+    replies.append(httpx.Response(200, json=message([{"type": "text", "text": '{"city": "Paris"}'}], "end_turn")))
+    chat = {"model": "sonnet", "messages": [{"role": "user", "content": "capital of France?"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMA}}}  # fmt: skip
+    answer = await client.post("/v1/chat/completions", json=chat)
+    assert answer.status_code == 200, answer.text
+    assert calls[-1]["body"]["output_config"] == {"format": {"type": "json_schema", "schema": SCHEMA}}
+    refused = await client.post("/v1/chat/completions", json={**chat, "response_format": {"type": "json_object"}})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "response_format"
