@@ -159,7 +159,8 @@ class RequestTools:
 
     def upstream_history(self, messages: list[Message]) -> list[Message]:
         """The conversation as the upstream is sent it: with the `call_tool` deferral, the client's plain calls
-        of deferred tools as the `call_tool` calls the model made."""
+        of deferred tools as the `call_tool` calls the model made; with the `native` one, the load exchanges that
+        load again what earlier turns found (app.engine.native_deferral)."""
         if self.native:  # loaded again: what the conversation called, what this request prefetched, the client's
             anchors = {name: turn for name, turn in self.turns.items() if turn > 0}
             anchors |= {name: self.turn for name in self.prefetched}

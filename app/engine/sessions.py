@@ -54,9 +54,6 @@ class Sessions:
         self.ttl = ttl_seconds
         self.max_tools = max_tools
 
-    async def tools(self, session: SessionKey) -> list[str]:
-        return list(await self.found(session))
-
     async def found(self, session: SessionKey) -> dict[str, int]:
         """The session's tools, in discovery order, each with the turn that first called it (0: not called yet)."""
         try:

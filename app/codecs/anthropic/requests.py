@@ -110,10 +110,8 @@ def _referenced_tools(messages: list[JsonObject]) -> set[str]:
     names: set[str] = set()
     for message in messages:
         for block in message["content"] if isinstance(message["content"], list) else ():
-            content = block.get("content") if block["type"] == "tool_result" else None
-            for part in content if isinstance(content, list) else ():
-                if isinstance(part, dict) and part.get("type") == "tool_reference":
-                    names.add(str(part.get("tool_name")))
+            if block["type"] == "tool_result":
+                names.update(_references(block))
     return names
 
 

@@ -81,17 +81,15 @@ class McpFront:
         )
         self.server.add_middleware(RedactedResults())  # outermost: it sees every result, refusals included
         self.server.add_middleware(ClientMiddleware(self))
+        self.pushes = False  # tell the client of every change at once (push_list_changed)
         self.session: Any = None  # the client told of every change, where the front pushes (stdio: one client)
         self._pushes: set[asyncio.Task[None]] = set()
         self.starting: asyncio.Task[None] | None = None  # the gateway's start, when `initialize` does not wait for it
 
-    @property
-    def pushes(self) -> bool:
-        return self._catalog_changed in self.gateway.mcp.listeners
-
     def push_list_changed(self) -> None:
         """Tell the connected clients `list_changed` as soon as the catalog changes (a server came up or listed
         new tools), not on their next request: over stdio a client may wait for the news before asking again."""
+        self.pushes = True
         self.gateway.mcp.listeners.append(self._catalog_changed)
 
     def _catalog_changed(self) -> None:

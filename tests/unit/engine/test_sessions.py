@@ -104,9 +104,9 @@ async def test_session_store_expires_and_stays_bounded() -> None:
     a, b, c = (SessionKey(ANONYMOUS, name) for name in "abc")
     await store.remember(a, ["t1"])
     await store.remember(a, ["t2", "t1"])
-    assert await store.tools(a) == ["t1", "t2"]
+    assert list(await store.found(a)) == ["t1", "t2"]
     await store.remember(b, ["x"])
     await store.remember(c, ["y"])
-    assert len(memory) == 2 and await store.tools(a) == []
+    assert len(memory) == 2 and list(await store.found(a)) == []
     now[0] = 11
-    assert await store.tools(c) == []
+    assert list(await store.found(c)) == []

@@ -119,7 +119,7 @@ async def test_callers_keep_their_own_answer_to_an_unavailable_store() -> None:
     sessions = Sessions(RedisStore(down), ttl_seconds=60)
     session = SessionKey(Identity("alice"), "s1")
     await sessions.remember(session, ["a_tool"])
-    assert await sessions.tools(session) == []
+    assert list(await sessions.found(session)) == []
     responses = ResponseStore(RedisStore(down), ttl_seconds=60)
     await responses.save(Identity("alice"), StoredResponse({"id": "r1"}, [], []))  # lost, logged, no error
     for attempt in (responses.get(Identity("alice"), "r1"), responses.delete(Identity("alice"), "r1")):
