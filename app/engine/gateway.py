@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from app import redaction, tracing
@@ -24,6 +25,7 @@ from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
+from app.engine.kept_rounds import RoundKeeper
 from app.engine.limits import Admission, Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metering import TokenMeter
@@ -71,6 +73,7 @@ class Gateway:
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         self.sessions = session_store(config.sessions, self.identities)
+        self.rounds = RoundKeeper(self.sessions.store, config.sessions.ttl_seconds)  # beside the sessions
         store_timeout = config.sessions.store_timeout_ms / 1000  # every store on one Redis shares a circuit breaker
         self.responses = response_store(
             config.responses_store, config.sessions.redis_url, self.identities, store_timeout
@@ -140,12 +143,16 @@ class Gateway:
             trace = spans.routed(trace, config, route.provider.name)
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
+            spliced = await self.rounds.splice(caller.identity, request.messages)  # what it ran before, upstream
+            if spliced.restored or spliced.missing:
+                request = replace(request, messages=spliced.messages)
             meter = self._meter(request, route, caller)
             admission = await self.limits.admit(  # 429 before any event
                 caller.identity, counted=not caller.admitted, reserve=meter.estimate if meter else None
             )
             deferral, search_output = route_deferral(route.provider, config)
             tools = await self.request_tools(request, session, scope, deferral, search_output)
+            tools.load(spliced.found)
             loop = ChatLoop(
                 route,
                 tools,
@@ -170,6 +177,8 @@ class Gateway:
                             remembered = True  # before the last event: its reader may stop there
                             spans.observe(trace, event)
                             await self._remember(session, tools, loop.tools_called)
+                            if loop.kept is not None:
+                                await self.rounds.keep(caller.identity, loop.kept_id, loop.kept)
                             await _settle(admission, meter)
                         yield event
             finally:

@@ -48,6 +48,7 @@ from app.engine.events import (
     RoundStarted,
     SearchDone,
 )
+from app.engine.kept_rounds import KeptRounds, mark, rename_ids
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import NO_TRACE, RequestTrace
 from app.engine.turn import Turn
@@ -81,12 +82,15 @@ class ChatLoop:
     trace: RequestTrace = NO_TRACE  # the request's span: its rounds, searches and MCP calls are spans below it
     identity: Identity = ANONYMOUS  # whose credentials a server that acts as each caller uses
     cache: CacheAccount = field(default_factory=CacheAccount)  # what discovery did to the bill
+    kept: KeptRounds | None = None  # rounds it ran before ending on client calls, for the gateway to keep
+    kept_id: str = ""  # under the first returned call's (marked) id
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
     async def events(self, request: ChatRequest) -> AsyncGenerator[Event, None]:
         """The request's events, ending with `Finished` or `Failed` (a GatewayError at any point)."""
         messages = self.tools.upstream_history(request.messages)
+        start = len(messages)  # what follows is this request's own rounds
         options = self.route.options(request.options)
         deferred = self.tools.deferred_specs()  # the same in every round: the upstream defers them itself
         usage: Usage | None = None
@@ -112,7 +116,7 @@ class ChatLoop:
                     yield Finished(turn.finish_reason or "stop", usage, self.discovery_stats(), meta, turn.extra)
                     return
                 if ToolKind.CLIENT in kinds:
-                    async for event in self._client_calls(runs, kinds):
+                    async for event in self._client_calls(runs, kinds, messages[start:], turn):
                         yield event
                     yield Finished("tool_calls", usage, self.discovery_stats(), meta, turn.extra)
                     return
@@ -184,14 +188,33 @@ class ChatLoop:
         self._wrote_content = self._in_round_text = True
         return ContentDelta(separator + self.round_limit_text())
 
-    async def _client_calls(self, calls: list[ToolCall], kinds: list[ToolKind]) -> AsyncIterator[Event]:
-        """The client's calls go back to it. Searches beside them still run, so a session remembers what was
-        found; MCP calls beside them are left for the model to repeat, since their results could not reach the
-        client's history."""
+    async def _client_calls(
+        self, calls: list[ToolCall], kinds: list[ToolKind], own: list[Message], turn: Turn
+    ) -> AsyncIterator[Event]:
+        """The client's calls go back to it. Searches beside them still run, so what they found stays found; MCP
+        calls beside them are left for the model to repeat, since their results could not reach the client's
+        history. When the request ran rounds of its own (`own`, and those searches), they are kept for the next
+        request (`kept`), and the returned ids are marked so that it finds them (app.engine.kept_rounds)."""
+        searches: list[ToolCall] = []
+        results: list[Message] = []
         for index, (call, kind) in enumerate(zip(calls, kinds, strict=True)):
             if kind is ToolKind.SEARCH and self._over_cap(call, kind, index, len(calls)) is None:
-                yield (await self._search(call))[1]
+                text, event = await self._search(call)
+                searches.append(call)
+                loads = list(event.found) if self.tools.native else []
+                limit = self.mcp.config.tool_result_max_chars
+                results.append(Message("tool", truncate(text, limit), tool_call_id=call.id, loads=loads))
+                yield event
+        if searches:
+            own = [*own, Message("assistant", None, searches), *results]
         client = [call for call, kind in zip(calls, kinds, strict=True) if kind is ToolKind.CLIENT]
+        if own:
+            renamed = {call.id: mark(call.id) for call in client}
+            client = [replace(call, id=renamed[call.id]) for call in client]
+            if turn.extra is not None:  # its blocks or items name the calls too, and a client may send them back
+                rename_ids(turn.extra.value, renamed)
+            self.kept = KeptRounds(own, list(self.tools.found_by_search))
+            self.kept_id = client[0].id
         for index, call in enumerate(client):
             yield ClientToolCall(index, call)
 

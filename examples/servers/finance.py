@@ -277,4 +277,6 @@ def estimate_income_tax(
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False, log_level="WARNING")
+    from call_log import logged  # beside this file, which runs as a script
+
+    logged(mcp).run(show_banner=False, log_level="WARNING")

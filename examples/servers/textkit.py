@@ -193,4 +193,6 @@ def generate_uuid(
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False, log_level="WARNING")
+    from call_log import logged  # beside this file, which runs as a script
+
+    logged(mcp).run(show_banner=False, log_level="WARNING")

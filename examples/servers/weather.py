@@ -321,4 +321,6 @@ def get_air_quality(city: CityArg) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    mcp.run(show_banner=False, log_level="WARNING")
+    from call_log import logged  # beside this file, which runs as a script
+
+    logged(mcp).run(show_banner=False, log_level="WARNING")

@@ -97,10 +97,11 @@ def chat_body(*messages: Any, **extra: Any) -> dict[str, Any]:
 def demo_config_file(folder: Path) -> Path:
     """The bundled config.json as `make demo` serves it, written to `folder` with the example servers' paths made
     absolute; keyword search only, so that results do not depend on how far the background embedding of the tools
-    has got (and the start is quicker)."""
+    has got (and the start is quicker). Each server records the tools it runs in `folder/calls.log`."""
     config = json.loads((ROOT / "config.json").read_text())
     for server in config["mcpServers"].values():
         server["args"] = [str(ROOT / arg) for arg in server["args"]]
+        server["env"] = {"DEMO_CALL_LOG": str(folder / "calls.log")}
     config["tool_discovery"]["semantic"] = {"enabled": False}
     path = folder / "config.json"
     path.write_text(json.dumps(config))

@@ -34,3 +34,19 @@ def test_claude_code_runs_the_command_the_demo_gives_its_bash_tool(demo: str, tm
     result, work = run_claude(demo, prompt, tmp_path, env=readme_settings(demo))
     assert (work / "hello.txt").read_text() == "hello from the demo\n"
     assert "`Bash`" in result["result"] and "It returned: hello from the demo" in result["result"]
+
+
+def test_claude_code_gets_one_run_of_a_demo_tool_around_its_own_bash_call(
+    demo: str, demo_calls: Path, tmp_path: Path
+) -> None:
+    """The gateway converts, then hands Claude Code the shell command; Claude Code's next request carries only its
+    own call and result, and the conversion is not run again (the server's own log counts it)."""
+    before = _runs(demo_calls, "finance convert_currency")
+    prompt = "Convert 250 USD to EUR and run `echo hi` in the shell."
+    result, _ = run_claude(demo, prompt, tmp_path, env=readme_settings(demo))
+    assert _runs(demo_calls, "finance convert_currency") == before + 1
+    assert "219.25" in result["result"] and "It returned: hi" in result["result"]
+
+
+def _runs(log: Path, line: str) -> int:
+    return log.read_text().splitlines().count(line) if log.exists() else 0

@@ -110,7 +110,9 @@ async def test_eight_turns_send_one_tools_array_and_every_call_reaches_the_answe
     assert "17.54" in tool_results(upstream.requests[7])[-1], "a tool found in an earlier turn runs through call_tool"
     assert answers[0] == "10 USD is 8.77 EUR." and answers[5] == "Shipped o-9."
     shipped = upstream.requests[12]["messages"]
-    call = next(message for message in shipped if message.get("tool_calls"))["tool_calls"][0]
+    turns = [message for message in shipped if message.get("tool_calls")]
+    assert turns[-2]["tool_calls"][0]["function"]["name"] == "search_tools", "the gateway's search, kept for it"
+    call = turns[-1]["tool_calls"][0]
     assert call["function"]["name"] == "call_tool", "upstream sees the call_tool call it made"
     assert json.loads(call["function"]["arguments"]) == {"name": "ship_order", "arguments": {"order_id": "o-9"}}
     assert shipped[-1] == {"role": "tool", "tool_call_id": call["id"], "content": "shipped: o-9"}
@@ -222,9 +224,10 @@ async def test_client_tool_through_call_tool_on_chat(upstream: Upstream, gateway
         assert response.json()["choices"][0]["message"]["content"] == "Shipped."
         sent = upstream.requests[-1]
         assert sent["tools"] == upstream.requests[0]["tools"]
-        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "call_tool"
-        assert sent["messages"][1]["tool_calls"][0]["id"] == call_id
-        assert sent["messages"][2] == {"role": "tool", "tool_call_id": call_id, "content": "shipped"}
+        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "search_tools", "its search, kept"
+        assert sent["messages"][-2]["tool_calls"][0]["function"]["name"] == "call_tool"
+        assert sent["messages"][-2]["tool_calls"][0]["id"] == call_id
+        assert sent["messages"][-1] == {"role": "tool", "tool_call_id": call_id, "content": "shipped"}
 
 
 RESPONSES_SHIP = {**SHIP["function"], "type": "function", "defer_loading": True}
@@ -256,8 +259,9 @@ async def test_client_tool_through_call_tool_on_responses(upstream: Upstream, ga
         assert response.json()["output"][-1]["content"][0]["text"] == "Shipped."
         sent = upstream.requests[-1]
         assert sent["tools"] == upstream.requests[0]["tools"]
-        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "call_tool"
-        assert sent["messages"][2] == {"role": "tool", "tool_call_id": call["call_id"], "content": "shipped"}
+        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "search_tools", "its search, kept"
+        assert sent["messages"][-2]["tool_calls"][0]["function"]["name"] == "call_tool"
+        assert sent["messages"][-1] == {"role": "tool", "tool_call_id": call["call_id"], "content": "shipped"}
 
 
 MESSAGES_SHIP = {**SHIP["function"], "input_schema": SHIP["function"]["parameters"], "defer_loading": True}
@@ -297,9 +301,10 @@ async def test_client_tool_through_call_tool_on_messages(upstream: Upstream, gat
         assert response.json()["content"][0]["text"] == "Shipped."
         sent = upstream.requests[-1]
         assert sent["tools"] == upstream.requests[0]["tools"]
-        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "call_tool"
-        assert sent["messages"][1]["tool_calls"][0]["id"] == block["id"]
-        assert sent["messages"][2]["tool_call_id"] == block["id"]
+        assert sent["messages"][1]["tool_calls"][0]["function"]["name"] == "search_tools", "its search, kept"
+        assert sent["messages"][-2]["tool_calls"][0]["function"]["name"] == "call_tool"
+        assert sent["messages"][-2]["tool_calls"][0]["id"] == block["id"]
+        assert sent["messages"][-1]["tool_call_id"] == block["id"]
 
 
 async def test_call_tool_is_a_chat_upstreams_default(upstream: Upstream, gateway_factory: Any) -> None:

@@ -70,7 +70,7 @@ async def test_namespace_functions_are_served_and_deferred_per_function(
         {"type": "function_call_output", "call_id": call["call_id"], "output": "agent a-1"},
     ]
     assert (await post(client, {"input": passed_back, "tools": [AGENTS]}))["output"][0]["type"] == "message"
-    assert upstream.requests[-1]["messages"][1]["tool_calls"][0]["function"]["name"] == "multi_agent_v1__spawn_agent"
+    assert upstream.requests[-1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "multi_agent_v1__spawn_agent"
     assert "multi_agent_v1__spawn_agent" in upstream.tool_names(-1), "what the conversation called stays loaded"
 
 
