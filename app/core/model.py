@@ -234,6 +234,7 @@ class ChatRequest:
     session_id: str | None = None
     loaded_tools: list[str] = field(default_factory=list)  # what the conversation found before (a stored response)
     hosted_tools: list[HostedTool] = field(default_factory=list)
+    compact: bool = False  # answer with a summary of the conversation that can stand in for it (a compaction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +267,7 @@ class UpstreamRequest:
     # Tools the upstream defers itself (the `native` deferral): sent with `defer_loading`, or kept for the tool
     # search outputs that load them, and loaded where a tool result names them (`Message.loads`).
     deferred: list[ToolSpec] = field(default_factory=list)
+    compact: bool = False  # the upstream compacts the conversation itself (a Responses `compaction_trigger`)
 
 
 @dataclass(slots=True)

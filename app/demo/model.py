@@ -26,6 +26,8 @@ ASKING = "I need"  # in an answer that asks for arguments, so the user's reply i
 SEARCH = "search_tools"
 CALL_TOOL = "call_tool"
 _TASK_ID = re.compile(r"^call_demo_(\d+)_")
+SUMMARY = "Summary of the conversation:"  # starts a summary the demo wrote when asked to compact
+_DONE = re.compile(r"^Done, task (\d+): (.*)$", re.MULTILINE)
 
 
 @dataclass
@@ -54,16 +56,20 @@ def respond(body: dict[str, Any]) -> Reply:
     users = [index for index, message in enumerate(messages) if message.get("role") == "user"]
     if not users:
         return Reply(f"{LABEL}\n\nThere is no user message to answer.")
-    request = _request_text(messages, users)
+    choice = body.get("tool_choice")
+    if choice == "none" and len(users) > 1 and "summary" in _text(messages[users[-1]].get("content")).lower():
+        return Reply(_summary(messages[: users[-1]], users[:-1]))  # asked to compact the conversation so far
+    request, steps, carried = _progress(messages, users)
     tools = _functions(body.get("tools"))
     if CALL_TOOL in tools:  # found tools are defined in the search results and run through call_tool
         tools = {**_found(messages), **tools}
-    choice = body.get("tool_choice")
-    steps = _steps(messages[users[-1] + 1 :])
     notes: list[str] = []
     context = Context()
     for index, task in enumerate(split_tasks(request)):
         step = steps.get(index, _Step())
+        if step.call is None and index in carried:  # done before the conversation was compacted
+            notes.append(carried[index])
+            continue
         if step.call is not None:
             notes.append(_done(step))
             context = Context(task, step.call[2])
@@ -75,6 +81,27 @@ def respond(body: dict[str, Any]) -> Reply:
         if ASKING in move:
             break
     return Reply(f"{LABEL}\n\n" + "\n\n".join(notes))
+
+
+def _progress(messages: list[dict[str, Any]], users: list[int]) -> tuple[str, dict[int, _Step], dict[int, str]]:
+    """The request, the steps taken for it since, and the tasks a summary of its own says were done before the
+    conversation was compacted (the summary then stands as the last user turn, after the request)."""
+    steps = _steps(messages[users[-1] + 1 :])
+    summary = _text(messages[users[-1]].get("content"))
+    if SUMMARY not in summary or len(users) < 2:
+        return _request_text(messages, users), steps, {}
+    carried = {int(task): note.replace("\\n", "\n") for task, note in _DONE.findall(summary)}
+    carried |= _progress(messages[: users[-1]], users[:-1])[2]  # and what an earlier summary carried
+    return _request_text(messages[: users[-1]], users[:-1]), steps, carried
+
+
+def _summary(messages: list[dict[str, Any]], users: list[int]) -> str:
+    """The demo's summary of the conversation so far, which it reads back after a compaction: the request and a
+    line for each task done."""
+    request, steps, carried = _progress(messages, users)
+    done = carried | {task: _done(step) for task, step in steps.items() if step.call is not None}
+    lines = [f"Done, task {task}: " + note.replace("\n", "\\n") for task, note in sorted(done.items())]
+    return "\n".join([f"{LABEL} {SUMMARY} the user asked: {request}", *lines])
 
 
 def _request_text(messages: list[dict[str, Any]], users: list[int]) -> str:

@@ -23,6 +23,7 @@ from app.discovery.semantic import SemanticSearch
 from app.engine import spans
 from app.engine.access import check_model, tool_scope
 from app.engine.caller import Caller
+from app.engine.compaction import compacts_itself, summary_request
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.kept_rounds import RoundKeeper
@@ -141,6 +142,8 @@ class Gateway:
                 redaction.add_request_secret(caller.upstream_key)  # an upstream may echo the caller's own key too
             route = self.router.route(request.model, caller.upstream_key, caller.identity.allows_model)
             trace = spans.routed(trace, config, route.provider.name)
+            if request.compact and not compacts_itself(route.provider, config):
+                request = summary_request(request)  # the routed model writes the summary
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
             spliced = await self.rounds.splice(caller.identity, request.messages)  # what it ran before, upstream

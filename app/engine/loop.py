@@ -98,8 +98,9 @@ class ChatLoop:
             while True:
                 turn = Turn()
                 upstream = UpstreamRequest(
-                    self.route.model, messages, self.tools.definitions(), options, request.stream, self.hosted, deferred
-                )
+                    self.route.model, messages, self.tools.definitions(), options, request.stream, self.hosted,
+                    deferred, request.compact,
+                )  # fmt: skip
                 async for event in self._round(upstream, turn):
                     yield event
                 if turn.usage is not None:

@@ -13,15 +13,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import replace
 
+from app.codecs.responses.compaction import compaction_item
 from app.codecs.responses.items import message_item, messages_of, reasoning_item, seal
-from app.codecs.responses.protocol import ItemReference, ParsedResponses
+from app.codecs.responses.protocol import CompactionTriggerItem, InputItem, ItemReference, ParsedResponses
 from app.codecs.responses.requests import chat_request, request_tools
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
-from app.core.model import ChatRequest, ClientTool, JsonObject, Message, ToolSpec
+from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, ToolSpec
 from app.engine.answer import Answer
-from app.engine.events import Event
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    Event,
+    Finished,
+    HostedCall,
+    ReasoningBlock,
+    ReasoningDelta,
+)
 from app.engine.responses_store import OFF_LOOP_BYTES, UNAVAILABLE, ResponseStore, StoredResponse
 from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
@@ -67,9 +77,15 @@ class ResponsesFront:
         parsed = parse_responses_request(body, call.limits.max_messages, call.limits.max_tools)
         request = chat_request(parsed)
         call.state = ResponseCall(parsed, items=list(parsed.raw_items), size=len(body), specs=_specs(request.tools))
+        call.state.compacting = compaction_asked(parsed.items)
         return request
 
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
+        request = await self._prepare(request, call)
+        request.compact = _state(call).compacting
+        return request
+
+    async def _prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
         """A `previous_response_id` puts the stored conversation (its input and output items) before the input;
         each `item_reference` is replaced by the item it names. A store known to be down makes the response
         `store: false` from its start, with the warning header."""
@@ -130,6 +146,10 @@ class ResponsesFront:
 
     async def answer(self, answer: Answer, call: Call) -> JsonObject:
         state = _state(call)
+        if state.compacting:  # the upstream's compaction item, or the summary the routed model wrote as one
+            items = [item for item in answer.upstream_items if item.value.get("type") == "compaction"]
+            items = items or [Native("responses", compaction_item(answer.content or "", state.item_id("cmp")))]
+            answer = replace(answer, content=None, reasoning=None, tool_calls=[], extra=None, upstream_items=items)
         output = answer_output(answer, state)
         model = answer.meta.model or call.model
         body = response_json(
@@ -160,7 +180,10 @@ class ResponsesFront:
         return False
 
     def stream(self, events: AsyncGenerator[Event, None], call: Call) -> AsyncGenerator[str, None]:
-        stream = ResponsesStream(_state(call), call.model)
+        state = _state(call)
+        stream = ResponsesStream(state, call.model)
+        if state.compacting:
+            events = compacted(events, state.item_id("cmp"))
 
         async def store(texts: list[str]) -> list[str]:
             """The closing event says `store: false` when the store did not take the response."""
@@ -193,6 +216,35 @@ class ResponsesFront:
         if not await self.store.delete(call.identity, response_id):
             raise _not_found(response_id)
         return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+
+def compaction_asked(items: list[InputItem]) -> bool:
+    """Whether the input asks for a compaction: a `compaction_trigger` last (anywhere else is a 400)."""
+    for index, item in enumerate(items):
+        if isinstance(item, CompactionTriggerItem) and index != len(items) - 1:
+            raise GatewayError(400, f"Invalid request: 'input[{index}]': a compaction_trigger must be the last input "
+                               "item.", param=f"input[{index}]")  # fmt: skip
+    return bool(items) and isinstance(items[-1], CompactionTriggerItem)
+
+
+async def compacted(events: AsyncGenerator[Event, None], ident: str) -> AsyncGenerator[Event, None]:
+    """A compaction's events: the upstream's own compaction item, or the summary's text, not shown as it comes
+    but ended as one compaction item."""
+    summary: list[str] = []
+    native = False
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, ContentDelta):
+                summary.append(event.text)
+            elif isinstance(event, HostedCall) and event.native.value.get("type") == "compaction":
+                native = True
+                yield event
+            elif isinstance(event, Finished):
+                if not native:
+                    yield HostedCall(Native("responses", compaction_item("".join(summary), ident)))
+                yield event
+            elif not isinstance(event, ReasoningDelta | ReasoningBlock | ClientToolCall | HostedCall):
+                yield event
 
 
 def _continued(items: list[JsonObject], parsed: ParsedResponses) -> tuple[list[Message], list[ClientTool]]:

@@ -29,6 +29,7 @@ class ResponseCall:
     # An upstream's encrypted reasoning the client did not include, by item id: kept for a continuation only.
     unshown: dict[str, str] = field(default_factory=dict)
     unstored: str | None = None  # why the response is not stored although asked to be (the store could not take it)
+    compacting: bool = False  # the input ends with a compaction_trigger: the answer is one compaction item
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -46,7 +47,7 @@ class ResponseCall:
         client asked for it."""
         prefix = "rs" if item.get("type") == "reasoning" else _prefix(str(item.get("type") or "item"))
         shown = {**item, "id": ident or self.item_id(prefix)}
-        if not self.sealed_reasoning and "encrypted_content" in shown:
+        if not self.sealed_reasoning and "encrypted_content" in shown and shown["type"] != "compaction":
             self.unshown[shown["id"]] = shown.pop("encrypted_content")
         return shown
 

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from app.engine.gateway import Gateway
 from app.server.auth import ApiKeyMiddleware, Operators
@@ -96,7 +97,23 @@ class Dispatch:
             if app is not None:
                 await app(scope, receive, send)
                 return
+        elif scope["type"] == "websocket":
+            await _http_only(scope, receive, send)
+            return
         await self.routed(scope, receive, send)
+
+
+async def _http_only(scope: Scope, receive: Receive, send: Send) -> None:
+    """A WebSocket upgrade is answered 426 Upgrade Required, in its front's shape: Codex tries the Responses API
+    over a WebSocket first and falls back to HTTP at once on a 426, where the 403 of an unknown route had it retry
+    five times (6 s) first. A server without the ASGI denial-response extension closes the handshake instead."""
+    websocket = WebSocket(scope, receive, send)
+    message = "This gateway serves this API over HTTP only: send the request as a plain HTTP request."
+    denial = JSONResponse(shape_for(scope["path"]).unrouted(426, message), 426)
+    try:
+        await websocket.send_denial_response(denial)
+    except RuntimeError:
+        await websocket.close(1008)
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -1,7 +1,7 @@
-"""The Responses API's handlers: `POST /v1/responses` through the common pipeline, and the caller's stored
-responses at `GET`/`DELETE /v1/responses/{id}` and their input items at `GET /v1/responses/{id}/input_items`
-(another caller's are a 404, as unknown ones are). Their paths are
-in the route table (app/server/routes.py).
+"""The Responses API's handlers: `POST /v1/responses` (and `POST /v1/responses/compact`) through the common
+pipeline, and the caller's stored responses at `GET`/`DELETE /v1/responses/{id}` and their input items at
+`GET /v1/responses/{id}/input_items` (another caller's are a 404, as unknown ones are). Their paths are in the
+route table (app/server/routes.py).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from app.engine.gateway import Gateway
 from app.errors import GatewayError
 from app.fronts.base import Call, Limits
 from app.fronts.responses import ResponsesFront
+from app.fronts.responses_compact import CompactFront
 from app.fronts.responses_pages import input_page
 from app.identity import identity_of
 from app.server.edge import request_id_of
@@ -23,9 +24,14 @@ class ResponsesApi:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
         self.front = ResponsesFront(gateway.responses)
+        self.compact_front = CompactFront(gateway.responses)
 
     async def create(self, request: Request) -> Response:
         return await serve(self.gateway, request, self.front)
+
+    async def compact(self, request: Request) -> Response:
+        """`POST /v1/responses/compact`: the conversation summarised by the routed model."""
+        return await serve(self.gateway, request, self.compact_front)
 
     async def stored(self, request: Request) -> Response:
         config = self.gateway.config

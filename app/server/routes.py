@@ -47,6 +47,7 @@ class Entry:
 ROUTES: tuple[Entry, ...] = (
     Entry("/v1/chat/completions", POST, "chat", CHAT, "Chat Completions, tools deferred", direct=True),
     Entry("/v1/responses", POST, "responses.create", RESPONSES, "Responses API", direct=True),
+    Entry("/v1/responses/compact", POST, "responses.compact", RESPONSES, "Compact a conversation"),
     Entry("/v1/responses/{response_id}", ("GET", "DELETE"), "responses.stored", RESPONSES, "A stored response"),
     Entry("/v1/responses/{response_id}/input_items", GET, "responses.input_items", RESPONSES, "Its input items"),
     Entry("/v1/messages", POST, "messages", MESSAGES, "Anthropic Messages", direct=True),

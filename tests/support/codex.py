@@ -25,17 +25,32 @@ def codex_config(base_url: str, model: str) -> str:
     )
 
 
+def builtin_config(base_url: str, model: str, settings: str = "") -> str:
+    """The config.toml of Codex's built-in `openai` provider pointed at the gateway (`openai_base_url`), a common
+    setup: it speaks the Responses API with OpenAI's own features (WebSockets first, remote compaction)."""
+    return f'model = "{model}"\nopenai_base_url = "{base_url}"\n{settings}'
+
+
 def run_codex(
-    prompt: str, base_url: str, model: str, workdir: Path, home: Path, key: str = "unused", timeout: float = 120
+    prompt: str,
+    base_url: str,
+    model: str,
+    workdir: Path,
+    home: Path,
+    key: str = "unused",
+    timeout: float = 120,
+    config: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`codex exec` run to its end in `workdir`, running its own tools without asking; `home` is its CODEX_HOME
-    (and HOME, so nothing of the machine's own setup is read)."""
+    (and HOME, so nothing of the machine's own setup is read). `config`: a config.toml of its own, instead of
+    the docs' provider (the key goes in both variables either reads)."""
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(codex_config(base_url, model))
+    (home / "config.toml").write_text(config if config is not None else codex_config(base_url, model))
     environment = {
         key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "CODEX_", "ANTHROPIC_"))
     }
     environment |= {"CODEX_HOME": str(home), "HOME": str(home), KEY_VARIABLE: key, "NO_COLOR": "1"}
+    environment["OPENAI_API_KEY"] = key
     command = [
         str(client_program("codex")), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
         prompt,

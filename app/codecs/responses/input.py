@@ -42,10 +42,20 @@ def input_items(
             for call in message.tool_calls:
                 spec = calls[call.id] = specs.get(call.name)
                 items.append(_call(call, spec))
+        elif _compaction(message) is not None:
+            items.append(_compaction(message) or {})
         else:
             role = message.role if message.role in ("system", "developer") else "user"
             items.append({"type": "message", "role": role, "content": _content(message.content)})
     return items
+
+
+def _compaction(message: Message) -> JsonObject | None:
+    """A compaction item the client passed back (its `native`), without its id, for a Responses upstream."""
+    native = message.native
+    if native is None or native.format != "responses" or native.value.get("type") != "compaction":
+        return None
+    return {key: value for key, value in native.value.items() if key not in STATELESS}
 
 
 def own_items(message: Message) -> list[JsonObject]:

@@ -15,8 +15,10 @@ import json
 import uuid
 from typing import Any
 
+from app.codecs.responses.compaction import compaction_message
 from app.codecs.responses.input import OWN_ITEMS
 from app.codecs.responses.protocol import (
+    CompactionItem,
     CustomToolCallItem,
     CustomToolCallOutputItem,
     FunctionCallItem,
@@ -84,6 +86,8 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
             if item.call_id:  # the tools it loaded, as they came, for an upstream that reads them there
                 native = Native("responses", item.model_dump(exclude_none=True))
                 messages.append(Message("tool", _loaded_text(item), tool_call_id=item.call_id, native=native))
+        elif isinstance(item, CompactionItem):
+            messages.append(compaction_message(item.model_dump(exclude_none=True), f"input[{index}]"))
         elif isinstance(item, MessageItem):
             role = "system" if item.role == "developer" else item.role
             content = _content(item.content, index, role == "assistant")

@@ -194,6 +194,21 @@ class ReasoningItem(_Open):
     encrypted_content: str | None = None
 
 
+class CompactionItem(_Open):
+    """A compaction a client passes back: the conversation before it, summarised (`encrypted_content`)."""
+
+    type: Literal["compaction"]
+    id: str | None = None
+    encrypted_content: str
+
+
+class CompactionTriggerItem(_Open):
+    """Asks for a compaction of everything before it (Codex's auto-compaction); it must be the last item."""
+
+    type: Literal["compaction_trigger"]
+    id: str | None = None
+
+
 HOSTED_CALLS = (
     "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
     "mcp_list_tools",
@@ -232,6 +247,8 @@ InputItem = (
     | ReasoningItem
     | HostedCallItem
     | ItemReference
+    | CompactionItem
+    | CompactionTriggerItem
 )
 ITEM_MODELS: dict[str, type[InputItem]] = {
     "message": MessageItem,
@@ -246,6 +263,8 @@ ITEM_MODELS: dict[str, type[InputItem]] = {
     "additional_tools": AdditionalToolsItem,
     "reasoning": ReasoningItem,
     "item_reference": ItemReference,
+    "compaction": CompactionItem,
+    "compaction_trigger": CompactionTriggerItem,
     **{kind: HostedCallItem for kind in HOSTED_CALLS},
 }
 

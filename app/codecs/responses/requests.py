@@ -100,6 +100,8 @@ def request_body(request: UpstreamRequest) -> JsonObject:
     every round, as it does to a chat upstream."""
     options = request.options
     items = input_items(request.messages, request.tools, request.deferred)
+    if request.compact:  # the upstream compacts everything before it, and answers with its compaction item
+        items.append({"type": "compaction_trigger"})
     body: JsonObject = {"model": request.model, "input": items}
     tools = [*tools_of(request.tools, request.messages), *(tool.native.value for tool in request.hosted_tools)]
     if tools:

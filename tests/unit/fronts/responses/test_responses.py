@@ -261,7 +261,7 @@ async def test_tool_search_tool_is_served_by_the_gateway(upstream: Upstream, gat
 
 async def test_bad_requests_are_answered_in_openai_shape(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
-    response = await client.post("/v1/responses", json={"model": "fast", "input": [{"type": "compaction_trigger"}]})
+    response = await client.post("/v1/responses", json={"model": "fast", "input": [{"type": "computer_call_output"}]})
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == "input[0].type"
