@@ -34,6 +34,7 @@ from app.discovery.manifest import search_tool_definition
 from app.discovery.search import Discovery
 from app.engine.gateway import Gateway
 from app.engine.request_tools import RequestTools, ToolKind
+from app.fronts.mcp import handshake
 from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
 from app.fronts.mcp.redacting import RedactedResults
 from app.fronts.mcp.tasks import RunTask
@@ -73,9 +74,9 @@ class McpFront:
         self.clients = ClientStates(gateway.sessions.store, sessions.ttl_seconds, sessions.max_tools)
         self._served = Served(-1)
         self.server = FastMCP(
-            "toolsift",
+            handshake.NAME,
             version=toolsift_version(),  # else fastmcp's own version is what clients see in serverInfo
-            instructions="One MCP server for many: search_tools finds and enables the tools you need.",
+            instructions=handshake.INSTRUCTIONS,
             auth=auth,
             providers=[CatalogTools(self)],
         )

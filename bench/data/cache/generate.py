@@ -218,19 +218,29 @@ write(
 # The chat app on the bundled demo's catalog (examples/servers, 39 tools): the same turns, asking for demo tools.
 DEMO_TURNS = {  # the data's tool -> the turn's text, the demo tool, the search, its arguments, what its result says
     "yahoo-finance/get_current_stock_price": (
-        "What is NVIDIA's stock price right now?", "finance/get_stock_quote", "stock quote price",
-        {"symbol": "NVDA"}, '"symbol":"NVDA"',
+        "What is NVIDIA's stock price right now?",
+        "finance/get_stock_quote",
+        "stock quote price",
+        {"symbol": "NVDA"},
+        '"symbol":"NVDA"',
     ),
     "npm-sentinel-mcp/npmLatest": (
-        "What's the weather in Paris right now?", "weather/get_current_weather", "current weather city",
-        {"city": "Paris"}, "Paris",
+        "What's the weather in Paris right now?",
+        "weather/get_current_weather",
+        "current weather city",
+        {"city": "Paris"},
+        "Paris",
     ),
     "npm-sentinel-mcp/npmVulnerabilities": (
-        "Note that NVIDIA closed higher today.", "notes/create_note", "create a note",
-        {"title": "NVDA", "body": "Closed higher today."}, "NVDA",
+        "Note that NVIDIA closed higher today.",
+        "notes/create_note",
+        "create a note",
+        {"title": "NVDA", "body": "Closed higher today."},
+        "NVDA",
     ),
     "yahoo-finance/get_news": (
-        "Put a 30-minute NVIDIA review in my work calendar tomorrow at 10.", "calendar/create_event",
+        "Put a 30-minute NVIDIA review in my work calendar tomorrow at 10.",
+        "calendar/create_event",
         "create calendar event",
         {"calendar": "work", "title": "NVDA review", "start": "2026-12-01T10:00", "duration_minutes": 30},
         "NVDA review",

@@ -4,6 +4,7 @@ stops waiting for it, not for its handshake (once, a missed timeout cancelled th
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,3 +71,32 @@ async def test_the_stdio_front_answers_initialize_before_its_servers_and_says_wh
         late.touch()
         await wait_for(lambda: changes.count > before, 30)
         assert "late__started" in [tool.name for tool in await client.list_tools()]
+
+
+def test_initialize_is_answered_once_before_the_gateway_is_imported(tmp_path: Path) -> None:
+    """The early answer to `initialize` is the only one the client gets (the server's own is dropped), and the
+    session it opened goes on: the next requests are answered by the server behind it."""
+    config = tmp_path / "config.json"
+    servers = {"finance": {"command": sys.executable, "args": [str(SERVERS / "finance.py")]}}
+    config.write_text(json.dumps({"mcpServers": servers, "tool_discovery": {"semantic": {"enabled": False}}}))
+    process = subprocess.Popen([TOOLSIFT, "mcp", "--stdio", "--config", str(config)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(ROOT))  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]  # sent at once, as a client that does not wait may
+    process.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in messages))
+    process.stdin.flush()
+    answers = []
+    try:
+        while not any(answer.get("id") == 2 for answer in answers):
+            answers.append(json.loads(process.stdout.readline()))
+    finally:
+        process.stdin.close()
+        process.wait(30)
+    initialized = [answer for answer in answers if answer.get("id") == 1]
+    assert len(initialized) == 1 and initialized[0]["result"]["serverInfo"]["name"] == "toolsift"
+    assert "finance__convert_currency" in [tool["name"] for tool in answers[-1]["result"]["tools"]]
