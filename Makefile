@@ -46,10 +46,17 @@ test-unit: install
 
 # The real client programs the end-to-end tests drive (Claude Code, Codex CLI, the Vercel AI SDK), pinned in
 # tests/package.json; needs Node.js and npm. Without them those tests skip and say so.
-clients: tests/node_modules/.installed
+clients: tests/node_modules/.installed tests/sdk-venv/.installed
 
 tests/node_modules/.installed: tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The Anthropic Python SDK release whose tool runner speaks message threads, in an environment of its own (the
+# project's tests pin an older one): tests/sdk-requirements.txt.
+tests/sdk-venv/.installed: tests/sdk-requirements.txt
+	@test -x tests/sdk-venv/bin/python || $(PYTHON) -m venv tests/sdk-venv
+	tests/sdk-venv/bin/pip install -q --disable-pip-version-check -r tests/sdk-requirements.txt
 	@touch $@
 
 # The newest releases of those programs and of the Python SDKs (openai, anthropic, openai-agents), installed in a
@@ -62,4 +69,4 @@ bench: install
 	$(BIN)/python bench/tokens.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/node_modules tests/sdk-venv

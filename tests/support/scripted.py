@@ -93,7 +93,19 @@ class ScriptedUpstream:
         return JSONResponse(reply)
 
     async def _messages(self, request: Request) -> Response:
-        """The same script, spoken as Anthropic's Messages API."""
+        """The same script, spoken as Anthropic's Messages API. A message thread is refused (and recorded, using no
+        reply), as a deployment without the threads beta refuses it: the SDKs' tool runners then go on without."""
+        if "thread" in json.loads(await request.body()):
+            with self._lock:
+                self.requests.append(json.loads(await request.body()))
+                self.headers.append(dict(request.headers))
+            details = {"error_code": "thread_unsupported_request", "unsupported": ["thread"]}
+            error = {
+                "type": "invalid_request_error",
+                "message": "Message threads are not supported.",
+                "details": details,
+            }
+            return JSONResponse({"type": "error", "error": error}, 400)
         body, reply = await self._next(request)
         if reply is None:
             return JSONResponse({"type": "error", "error": {"type": "api_error", "message": "script exhausted"}}, 500)
