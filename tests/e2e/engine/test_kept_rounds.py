@@ -11,6 +11,7 @@ second request sent to the other replica.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,11 +27,13 @@ import pytest
 
 from app.demo.server import DemoModel
 from tests.support import SERVERS, free_port
+from tests.support.clients import node_modules
 
 PROMPT = "Convert 250 USD to EUR and run `echo hi` in the shell."
 SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 CONVERSION = "finance convert_currency"
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+AI_SDK_SCRIPT = Path(__file__).resolve().parents[2] / "support" / "ai_sdk_shell.mjs"
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +172,35 @@ def _messages(first: str, second: str, stream: bool) -> str:
     messages.append({"role": "assistant", "content": [block.model_dump() for block in message.content]})
     messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "hi"}]})
     return "".join(block.text for block in ask(clients[1]).content if block.type == "text")
+
+
+def _ai_sdk(api: str) -> Any:
+    """The Vercel AI SDK, which runs its own tool and sends the next step itself (one gateway: its base URL)."""
+
+    def run(first: str, second: str, stream: bool, folder: Path) -> str:
+        script = folder / AI_SDK_SCRIPT.name  # beside the SDK's folder: Node resolves imports from there
+        script.write_text(AI_SDK_SCRIPT.read_text())
+        (folder / "node_modules").symlink_to(node_modules())
+        node = shutil.which("node")
+        assert node is not None, "Node.js runs the SDK"
+        environment = {**os.environ, "GATEWAY_URL": f"{first}/v1", "MODEL": "demo", "PROMPT": PROMPT, "API": api,
+                       "STREAM": "1" if stream else "0"}  # fmt: skip
+        done = subprocess.run([node, str(script)], env=environment, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return str(json.loads(done.stdout)["text"])
+
+    return run
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_the_ai_sdk_gets_one_run_of_the_tool_around_its_own(
+    gateways: tuple[str, str], calls_log: Path, tmp_path: Path, api: str, stream: bool
+) -> None:
+    before = _conversions(calls_log)
+    answer = _ai_sdk(api)(*gateways, stream, tmp_path)
+    assert "219.25" in answer and "It returned: hi" in answer, answer
+    assert _conversions(calls_log) == before + 1
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
