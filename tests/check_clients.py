@@ -1,11 +1,11 @@
 """`make check-clients`: the end-to-end tests of the real clients, run against their newest releases.
 
-Claude Code, Codex CLI and the Vercel AI SDK (`ai`, `@ai-sdk/openai`) are installed from npm into a temporary
-folder, and the newest `openai`, `anthropic` and `openai-agents` into a temporary virtualenv layered over the
-project's (the gateway and the test tools stay as the project pins them); neither `.venv` nor tests/node_modules is
-touched. The tests that drive each client (found by what they call) run once, and a table says, per client, the
-version tried and whether its tests passed. The table "Agents and clients verified" in docs/fronts-and-clients.md
-is copied from it.
+Claude Code, Codex CLI, the Vercel AI SDK (`ai`, `@ai-sdk/openai`) and the Anthropic TypeScript SDK are installed
+from npm into a temporary folder, and the newest `openai`, `anthropic` and `openai-agents` into a temporary
+virtualenv layered over the project's (the gateway and the test tools stay as the project pins them); neither
+`.venv`, tests/node_modules nor tests/sdk-venv is touched. The tests that drive each client (found by what they
+call) run once, and a table says, per client, the version tried and whether its tests passed. The table "Agents
+and clients verified" in docs/fronts-and-clients.md is copied from it.
 
 Usage: python tests/check_clients.py [--keep] [pytest options...]
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 E2E = ROOT / "tests" / "e2e"
-NPM_PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "ai", "@ai-sdk/openai"]
+NPM_PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "ai", "@ai-sdk/openai", "@anthropic-ai/sdk"]
 PYTHON_PACKAGES = ["openai", "anthropic", "openai-agents"]
 
 
@@ -45,7 +45,8 @@ CLIENTS = [
     Client("Codex CLI", ["@openai/codex"], True, r"run_codex\(|client_program\(\"codex\"\)"),
     Client("Vercel AI SDK", ["ai", "@ai-sdk/openai"], True, r"node_modules\(\)"),
     Client("openai (Python)", ["openai"], False, r"\b(Async)?OpenAI\("),
-    Client("anthropic (Python)", ["anthropic"], False, r"\b(Async)?Anthropic\("),
+    Client("anthropic (Python)", ["anthropic"], False, r"\b(Async)?Anthropic\(|anthropic_sdk_client\.py"),
+    Client("Anthropic SDK (TypeScript)", ["@anthropic-ai/sdk"], True, r"anthropic_sdk_client\.mjs"),
     Client("openai-agents (Python)", ["openai-agents"], False, r"^from agents import"),
 ]
 
@@ -153,7 +154,8 @@ def main(arguments: list[str]) -> int:
         versions(CLIENTS, node_modules, python)
         files = select_tests(CLIENTS)
         report = place / "report.xml"
-        environment = {**os.environ, "TOOLSIFT_CLIENTS_DIR": str(node_modules), "PYTHONPATH": str(ROOT)}
+        environment = {**os.environ, "TOOLSIFT_CLIENTS_DIR": str(node_modules), "PYTHONPATH": str(ROOT),
+                       "TOOLSIFT_ANTHROPIC_PYTHON": str(python)}  # fmt: skip
         environment.pop("CI", None)  # a client missing here is a skip the table shows, not a crash
         command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *options]
         print("+", " ".join(command), "...", flush=True)

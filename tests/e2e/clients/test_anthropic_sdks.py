@@ -26,7 +26,8 @@ from tests.support import ROOT, ScriptedUpstream, completion, free_port, served_
 from tests.support.clients import npm_package, package_version
 from tests.support.gateway import gateway_config
 
-SDK_PYTHON = ROOT / "tests" / "sdk-venv" / "bin" / "python"
+# The environment `make clients` makes; `make check-clients` names one with the newest release instead.
+SDK_PYTHON = Path(os.environ.get("TOOLSIFT_ANTHROPIC_PYTHON") or ROOT / "tests" / "sdk-venv" / "bin" / "python")
 SCRIPTS = ROOT / "tests" / "support"
 MODELS = {"chat": "fast", "anthropic": "sonnet"}  # upstreams of gateway_config: `up` (chat) and `claude`
 ANSWER = "Sunny in Paris; 10 USD is 9.20 EUR."
