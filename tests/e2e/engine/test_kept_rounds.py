@@ -98,7 +98,7 @@ def gateways(
         pytest.skip("needs redis-server (.ci/run installs it)")
     redis_url = request.getfixturevalue("redis_url") if request.param == "redis" else None
     deferral = "tools" if request.param == "tools" else "call_tool"
-    processes = _serve(demo_model, calls_log, tmp_path_factory.mktemp("gateway"), redis_url, deferral)
+    processes = _serve(demo_model, calls_log, tmp_path_factory.mktemp("kept-rounds"), redis_url, deferral)
     try:
         for _, base in processes:
             _ready(base)

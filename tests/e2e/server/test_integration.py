@@ -36,7 +36,7 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         "defer_loading": True,
     }
     config["tool_sets"]["clock"] = {"description": "time only", "servers": {"time": True}}
-    workdir = tmp_path_factory.mktemp("gateway")
+    workdir = tmp_path_factory.mktemp("integration-gateway")
     config["mcpServers"]["slow"] = {
         "command": "python",
         "args": [str(ROOT / "tests" / "servers" / "slow.py")],
@@ -226,7 +226,7 @@ def test_sdk_streaming_through_search_mcp_call_and_answer(client: openai.OpenAI,
 def test_disconnect_mid_stream_cancels_the_running_mcp_call(
     gateway: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    marker = next(Path(tmp_path_factory.getbasetemp()).glob("gateway*")) / "slow-marker.txt"
+    marker = next(Path(tmp_path_factory.getbasetemp()).glob("integration-gateway*")) / "slow-marker.txt"
     scripted.script(completion(calls=[("slow__long_report", {"topic": "tides"})]), completion("never sent"))
     body = {"model": "fast", "stream": True, "messages": [{"role": "user", "content": "report"}]}
     with httpx.stream("POST", f"{gateway}/v1/chat/completions", json=body, timeout=10) as response:
