@@ -302,6 +302,7 @@ class Delta:
     reasoning_summary: bool = False  # `reasoning` is a summary of the model's thinking (a Responses upstream's)
     calls: list[CallFragment] = field(default_factory=list)
     finish_reason: str | None = None
+    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream says which (Anthropic)
     usage: Usage | None = None
     logprobs: JsonObject | None = None
     meta: ResponseMeta | None = None

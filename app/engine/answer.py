@@ -33,6 +33,7 @@ class Answer:
     logprobs: JsonObject | None = None
     extra: Native | None = None
     reasoning_blocks: list[Native] = field(default_factory=list)  # every round's, in order
+    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream said which
     # Every round's reasoning blocks and hosted calls, in the order they came: a front of their format lists them.
     upstream_items: list[Native] = field(default_factory=list)
 
@@ -79,6 +80,7 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
                 extra=event.extra,
                 reasoning_blocks=parts.reasoning_blocks,
                 upstream_items=parts.upstream_items,
+                stop_sequence=event.stop_sequence,
             )
         elif isinstance(event, Failed):
             raise event.error

@@ -166,6 +166,7 @@ class Finished:
     discovery: DiscoveryStats
     meta: ResponseMeta = field(default_factory=ResponseMeta)  # the last round's
     extra: Native | None = None  # the last round's upstream-native message fields (a refusal, annotations, ...)
+    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream said which
 
 
 @dataclass(frozen=True, slots=True)

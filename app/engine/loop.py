@@ -114,7 +114,8 @@ class ChatLoop:
                 ]
                 meta = turn.meta or ResponseMeta(model=self.route.model)
                 if not calls:
-                    yield Finished(turn.finish_reason or "stop", usage, self.discovery_stats(), meta, turn.extra)
+                    reason, stats = turn.finish_reason or "stop", self.discovery_stats()
+                    yield Finished(reason, usage, stats, meta, turn.extra, turn.stop_sequence)
                     return
                 if ToolKind.CLIENT in kinds:
                     async for event in self._client_calls(runs, kinds, messages[start:], turn):

@@ -14,6 +14,7 @@ class Turn:
     reasoning_field: str = "reasoning_content"
     calls: dict[int, ToolCall] = field(default_factory=dict)
     finish_reason: str | None = None
+    stop_sequence: str | None = None
     usage: Usage | None = None
     meta: ResponseMeta | None = None
     extra: Native | None = None
@@ -30,6 +31,7 @@ class Turn:
             self._add_call(fragment)
         if delta.finish_reason:
             self.finish_reason = delta.finish_reason
+            self.stop_sequence = delta.stop_sequence
         if delta.usage is not None:
             if self.usage is None:
                 self.usage = Usage()

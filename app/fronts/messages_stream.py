@@ -60,6 +60,8 @@ class MessagesStream:
             if self.committed:  # a later round's thinking is its own block (each round's is signed apart)
                 return self._close() if self.open == "thinking" else []
             self.committed = True
+            if item.meta.id.startswith("msg_"):  # an Anthropic upstream's own id, kept
+                self.id = item.meta.id
             message: JsonObject = {"id": self.id, "type": "message", "role": "assistant", "model": self.model}
             message.update(content=[], stop_reason=None, stop_sequence=None, usage=usage_json(None))
             return [event({"type": "message_start", "message": message})]
@@ -106,7 +108,10 @@ class MessagesStream:
             out += self._block("tool_use", {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
             arguments = json.dumps(tool_input(call), ensure_ascii=False)
             out += [self._delta({"type": "input_json_delta", "partial_json": arguments}), *self._close()]
-        delta = {"stop_reason": stop_reason(finished.finish_reason), "stop_sequence": None}
+        delta = {
+            "stop_reason": stop_reason(finished.finish_reason, finished.stop_sequence),
+            "stop_sequence": finished.stop_sequence,
+        }
         usage = usage_json(finished.usage)
         out.append(event({"type": "message_delta", "delta": delta, "usage": usage}))
         return [*out, event({"type": "message_stop"})]

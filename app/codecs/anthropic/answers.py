@@ -34,7 +34,13 @@ def finish_reason(stop_reason: str | None) -> str:
 
 
 def _meta(message: JsonObject, created: int) -> ResponseMeta:
-    return ResponseMeta(id=f"chatcmpl-{message.get('id', '')}", model=str(message.get("model") or ""), created=created)
+    """The message's id as it came (a front that shows another format's id makes its own)."""
+    return ResponseMeta(id=str(message.get("id") or ""), model=str(message.get("model") or ""), created=created)
+
+
+def stop_sequence_of(stop_reason: object, sequence: object) -> str | None:
+    """The stop sequence that ended a message, kept only when that is why it ended."""
+    return sequence if stop_reason == "stop_sequence" and isinstance(sequence, str) else None
 
 
 def delta_from_message(message: JsonObject) -> Delta:
@@ -51,6 +57,7 @@ def delta_from_message(message: JsonObject) -> Delta:
         reasoning=thinking,
         calls=calls,
         finish_reason=finish_reason(message.get("stop_reason")),
+        stop_sequence=stop_sequence_of(message.get("stop_reason"), message.get("stop_sequence")),
         usage=usage_in(message.get("usage")),
         meta=_meta(message, int(time.time())),
         extra=Native("anthropic", {"content": content}),
@@ -63,7 +70,7 @@ class StreamDecoder:
     """A streamed answer's (checked) events as deltas, its content blocks assembled on the way as Anthropic would
     have sent them whole."""
 
-    meta: ResponseMeta = field(default_factory=lambda: ResponseMeta(id="chatcmpl-", created=int(time.time())))
+    meta: ResponseMeta = field(default_factory=lambda: ResponseMeta(created=int(time.time())))
     usage: JsonObject = field(default_factory=dict)
     tool_index: dict[int, int] = field(default_factory=dict)  # block index -> the engine's tool-call index
     blocks: dict[int, JsonObject] = field(default_factory=dict)
@@ -91,8 +98,12 @@ class StreamDecoder:
             return self._stop(index)
         if kind == "message_delta":
             self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
-            reason = (event.get("delta") or {}).get("stop_reason")
-            return [Delta(finish_reason=finish_reason(reason), meta=self.meta)] if reason else []
+            said = event.get("delta") or {}
+            reason = said.get("stop_reason")
+            if not reason:
+                return []
+            sequence = stop_sequence_of(reason, said.get("stop_sequence"))
+            return [Delta(finish_reason=finish_reason(reason), stop_sequence=sequence, meta=self.meta)]
         if kind == "message_stop":
             extra = Native("anthropic", {"content": [self.blocks[i] for i in sorted(self.blocks)]})
             usage = usage_in(self.usage)
@@ -141,9 +152,9 @@ class StreamDecoder:
         return [Delta(reasoning_blocks=[Native("anthropic", block)])] if block.get("type") in THINKING else []
 
 
-def stop_reason(finish: str) -> str:
-    """The engine's finish reason as Anthropic's stop reason."""
-    return FINISH_REASONS.get(finish, "end_turn")
+def stop_reason(finish: str, sequence: str | None = None) -> str:
+    """The engine's finish reason as Anthropic's stop reason (`stop_sequence` when a stop sequence ended it)."""
+    return "stop_sequence" if sequence is not None else FINISH_REASONS.get(finish, "end_turn")
 
 
 def usage_json(usage: Usage | None) -> JsonObject:
