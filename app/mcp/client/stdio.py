@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TextIO
@@ -42,7 +42,7 @@ INSTALL_HINTS = {
 
 
 def server_environment(
-    config: McpServerConfig, inherit: list[str], environ: dict[str, str] | os._Environ[str] = os.environ
+    config: McpServerConfig, inherit: list[str], environ: Mapping[str, str] = os.environ
 ) -> dict[str, str]:
     """What a stdio server gets on top of the MCP SDK's basics: PATH, the standard and inherited variables, its
     own `env` last."""
