@@ -64,6 +64,10 @@ class Front(Protocol):
         """An error's response body in this wire format."""
         ...
 
+    def answered(self, error: GatewayError) -> GatewayError:
+        """The error as this front answers it: the same, or what its clients act on better (its status, type)."""
+        ...
+
 
 class StreamRenderer(Protocol):
     """One front's stream writer: each event as that front's SSE text."""

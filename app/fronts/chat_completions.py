@@ -157,3 +157,6 @@ class ChatCompletionsFront:
 
     def error(self, error: GatewayError) -> JsonObject:
         return error.body()
+
+    def answered(self, error: GatewayError) -> GatewayError:
+        return error

@@ -76,6 +76,14 @@ class MessagesFront:
     async def prepare(self, request: ChatRequest, call: Call) -> ChatRequest:
         return request
 
+    def answered(self, error: GatewayError) -> GatewayError:
+        """A provider without its key is the gateway's own configuration, which no retry fixes: Anthropic clients
+        get what Anthropic answers a request without a key, 401 `authentication_error` (their SDKs and Claude Code
+        retry a 503 `overloaded_error`, for minutes), saying which variable to set."""
+        if error.code == "provider_not_configured":
+            return GatewayError(401, error.message, "authentication_error", error.param, error.code)
+        return error
+
     async def answer(self, answer: Answer, call: Call) -> JsonObject:
         model = call.request.model if call.request is not None else call.model
         return message_json(answer, model)

@@ -196,6 +196,9 @@ class ResponsesFront:
     def error(self, error: GatewayError) -> JsonObject:
         return error.body()
 
+    def answered(self, error: GatewayError) -> GatewayError:
+        return error
+
     async def retrieve(self, call: Call, response_id: str) -> JsonObject:
         stored = await self.store.get(call.identity, response_id)
         if stored is None:

@@ -79,7 +79,7 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
     except RequestRefused as exc:
         response = JSONResponse(front.error(_failed(facts, exc.as_gateway_error())), 400)
     except GatewayError as exc:
-        exc = answered_error(front, exc)
+        exc = front.answered(exc)
         response = JSONResponse(front.error(_failed(facts, exc)), exc.status, headers=exc.headers())
     except ClientDisconnect:  # gone (or cut off by the body timeout) before the body was read: nobody to answer
         response = JSONResponse(front.error(GatewayError(499, "The client disconnected.")), 499)
@@ -137,15 +137,6 @@ def _failed(facts: dict[str, Any], error: GatewayError) -> GatewayError:
     return error
 
 
-def answered_error(front: Front, error: GatewayError) -> GatewayError:
-    """The error as this front answers it. A provider without its key is the gateway's own configuration, which no
-    retry fixes: Anthropic clients get what Anthropic answers a request without a key, 401 `authentication_error`
-    (their SDKs and Claude Code retry a 503 `overloaded_error`, for minutes), saying which variable to set."""
-    if error.code == "provider_not_configured" and isinstance(front, MessagesFront):
-        return GatewayError(401, error.message, "authentication_error", error.param, error.code)
-    return error
-
-
 def _deadline_error(gateway: Gateway) -> GatewayError:
     return GatewayError(
         504,
@@ -177,7 +168,7 @@ def _stream(
         if isinstance(exc, RequestRefused):  # refused as it was routed, before the stream began
             exc = exc.as_gateway_error()
         if isinstance(exc, GatewayError):
-            exc = _failed(facts, answered_error(front, exc))
+            exc = _failed(facts, front.answered(exc))
             return exc.status, front.error(exc)
         facts["error"] = "internal gateway error (traceback above)"
         return _unexpected(front, call.request_id)
