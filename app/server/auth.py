@@ -17,13 +17,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import AuthConfig
 from app.identity import SCOPE_KEY, Identities, Identity
-from app.server.routes import ADMIN, CONSOLE, shape_for
+from app.server.routes import OPEN_PATHS, OPERATOR_PREFIXES, OPERATOR_VIEWS, shape_for
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-# Operators' views: an admin key opens them beside the gateway keys (a scraper holds an admin key, not a caller's).
-OPERATOR_PATHS = frozenset({"/metrics"})
-# The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py).
-OWN_GUARD = (CONSOLE.prefix, ADMIN.prefix + "/")
+
+def _own_guard(path: str) -> bool:
+    """The console's shell holds no data and the admin API checks admin keys itself (app/server/admin.py): the
+    operator's paths (the route table's `access`) pass the gateway keys' check."""
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in OPERATOR_PREFIXES)
 
 
 def identify(token: bytes, keys: list[bytes]) -> Identity | None:
@@ -60,10 +60,10 @@ class ApiKeyMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OWN_GUARD) or self._allowed(scope):
+        if scope["type"] != "http" or path in OPEN_PATHS or _own_guard(path) or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        if path in OPERATOR_PATHS and self.operators is not None and self.operators.present(scope):
+        if path in OPERATOR_VIEWS and self.operators is not None and self.operators.present(scope):
             await self.app(scope, receive, send)
             return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>' (or 'x-api-key') with a gateway key."

@@ -21,16 +21,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import GatewayError
 from app.logs import REQUEST_ID
-from app.server.routes import shape_for
+from app.server.routes import OPERATOR_PREFIXES, shape_for
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SCOPE_KEY = "toolsift.request_id"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# The console and its admin API show every tool and recent queries: `"*"` in cors_origins never opens them to every
-# page (a listed origin still does).
-OPERATOR_PATHS = ("/admin", "/console")
+# The console and its admin API (the route table's operator paths) show every tool and recent queries: `"*"` in
+# cors_origins never opens them to every page (a listed origin still does).
 
 
 def request_id_of(scope: Scope) -> str:
@@ -98,7 +97,7 @@ class EdgeGuard:
 
         hosts = _values(scope, b"host")
         origins = _values(scope, b"origin")
-        operator = any(_under(scope["path"], prefix) for prefix in OPERATOR_PATHS)
+        operator = any(_under(scope["path"], prefix) for prefix in OPERATOR_PREFIXES)
         foreign = [origin for origin in origins if not self._origin_allowed(origin, hosts, operator)]
         if foreign:
             text = f"Origin {foreign[0]!r} is not allowed: it is neither this gateway's own origin nor in cors_origins."

@@ -42,6 +42,10 @@ class Entry:
     direct: bool = False
     mount: bool = False
     docs: bool = False  # served only with `api_docs` on
+    # Who may reach it: "key" (a gateway key, when there are keys), "open" (no key: the probes), "operator" (the
+    # console and its admin API: loopback-only without admin keys, whose checks are their own), or
+    # "key_or_operator" (an operator's view: an admin key opens it beside the gateway keys, as a scraper holds one).
+    access: str = "key"
 
 
 ROUTES: tuple[Entry, ...] = (
@@ -55,14 +59,14 @@ ROUTES: tuple[Entry, ...] = (
     Entry("/v1/models", GET, "models", MODELS, "The routed models"),
     Entry("/v1/models/{model_id:path}", GET, "model", MODELS, "One model"),
     Entry("/mcp", ANY, "mcp", MCP, "The MCP front (streamable HTTP)", mount=True),
-    Entry("/healthz", GET, "healthz", GATEWAY, "Health: MCP servers and search"),
-    Entry("/readyz", GET, "readyz", GATEWAY, "Readiness"),
-    Entry("/metrics", GET, "metrics", GATEWAY, "Prometheus metrics"),
-    Entry("/console", GET, "admin.page", CONSOLE, "The console page"),
-    Entry("/console/console.css", GET, "admin.page", CONSOLE, "The console's style"),
-    Entry("/console/console.js", GET, "admin.page", CONSOLE, "The console's script"),
+    Entry("/healthz", GET, "healthz", GATEWAY, "Health: MCP servers and search", access="open"),
+    Entry("/readyz", GET, "readyz", GATEWAY, "Readiness", access="open"),
+    Entry("/metrics", GET, "metrics", GATEWAY, "Prometheus metrics", access="key_or_operator"),
+    Entry("/console", GET, "admin.page", CONSOLE, "The console page", access="operator"),
+    Entry("/console/console.css", GET, "admin.page", CONSOLE, "The console's style", access="operator"),
+    Entry("/console/console.js", GET, "admin.page", CONSOLE, "The console's script", access="operator"),
     *(
-        Entry(f"/admin/{name}", GET, f"admin.{name}", ADMIN, f"Admin API: {name}")
+        Entry(f"/admin/{name}", GET, f"admin.{name}", ADMIN, f"Admin API: {name}", access="operator")
         for name in ("servers", "tools", "manifest", "search", "requests", "metrics")
     ),
     Entry("/openapi.json", GET, "openapi", GATEWAY, "This API's OpenAPI document", docs=True),
@@ -70,6 +74,10 @@ ROUTES: tuple[Entry, ...] = (
 )
 
 SHAPES = ErrorShapes([entry.surface for entry in ROUTES], OPENAI)
+OPEN_PATHS = frozenset(entry.path for entry in ROUTES if entry.access == "open")
+OPERATOR_VIEWS = frozenset(entry.path for entry in ROUTES if entry.access == "key_or_operator")
+# The prefixes of the fronts whose entries are the operator's: every path under them, listed or not, is guarded alike.
+OPERATOR_PREFIXES = tuple(sorted({entry.surface.prefix for entry in ROUTES if entry.access == "operator"}))
 
 
 def shape_for(path: str) -> ErrorShape:
