@@ -43,6 +43,7 @@ from app.mcp.client.connections import McpManager
 from app.offload import Lane
 from app.providers import Route, Router
 from app.providers.base import Provider
+from app.store import Stores
 
 
 class Gateway:
@@ -73,14 +74,13 @@ class Gateway:
         )
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
-        self.sessions = session_store(config.sessions, self.identities)
+        # Every store on one Redis shares a client and a circuit breaker: one client per Redis, closed at `stop`.
+        self.stores = Stores(config.sessions.store_timeout_ms / 1000)
+        self.sessions = session_store(config.sessions, self.stores, self.identities)
         self.rounds = RoundKeeper(self.sessions.store, config.sessions.ttl_seconds)  # beside the sessions
-        store_timeout = config.sessions.store_timeout_ms / 1000  # every store on one Redis shares a circuit breaker
-        self.responses = response_store(
-            config.responses_store, config.sessions.redis_url, self.identities, store_timeout
-        )
+        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.stores, self.identities)
         self.limits = Limiter(
-            limits_store(config.limits_redis_url(), store_timeout), self.metrics, config.request_deadline + 60
+            limits_store(config.limits_redis_url(), self.stores), self.metrics, config.request_deadline + 60
         )
         self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
 
@@ -116,6 +116,7 @@ class Gateway:
         await self.sessions.aclose()
         await self.responses.aclose()
         await self.limits.aclose()
+        await self.stores.aclose()
         redaction.unregister(self._secrets)
         tracing.flush()
 

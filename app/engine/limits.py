@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from app.engine.metrics import Metrics
 from app.errors import GatewayError
 from app.identity import Identity
-from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, open_store, unavailable_level
+from app.store import Key, Store, Stores, StoreUnavailable, unavailable_level
 from app.store.eviction import eviction_problem
 
 log = logging.getLogger("toolsift.limits")
@@ -36,9 +36,9 @@ DAY = 86_400
 IN_FLIGHT_RETRY_SECONDS = 5.0  # the day's budget is held by requests in flight, not spent: they settle soon
 
 
-def limits_store(redis_url: str | None, timeout: float = STORE_TIMEOUT) -> Store:
+def limits_store(redis_url: str | None, stores: Stores) -> Store:
     """Redis when configured (shared by every replica), else memory: a few small counters per identity."""
-    return open_store(redis_url, 100_000, 16 * 1024 * 1024, timeout=timeout)
+    return stores.open(redis_url, 100_000, 16 * 1024 * 1024)
 
 
 class LimitExceeded(GatewayError):

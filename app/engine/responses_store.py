@@ -20,7 +20,7 @@ from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
 from app.errors import GatewayError
 from app.identity import Identities, Identity
-from app.store import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, open_store, unavailable_level
+from app.store import Key, Store, Stores, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.responses")
 NAMESPACE = "response"
@@ -114,18 +114,8 @@ def _unavailable(exc: StoreUnavailable) -> GatewayError:
 
 
 def response_store(
-    config: ResponsesStoreConfig,
-    redis_url: str | None,
-    identities: Identities | None = None,
-    timeout: float = STORE_TIMEOUT,
+    config: ResponsesStoreConfig, redis_url: str | None, stores: Stores, identities: Identities | None = None
 ) -> ResponseStore:
     owners = identities.stored_bytes() if identities is not None else None
-    store = open_store(
-        redis_url,
-        config.max_responses,
-        config.max_bytes,
-        config.max_bytes_per_identity,
-        owner_bytes=owners,
-        timeout=timeout,
-    )
+    store = stores.open(redis_url, config.max_responses, config.max_bytes, config.max_bytes_per_identity, owners)
     return ResponseStore(store, config.ttl_seconds)

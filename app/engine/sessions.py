@@ -20,7 +20,7 @@ from typing import NamedTuple
 from app.config import SessionConfig
 from app.errors import RequestRefused
 from app.identity import Identities, Identity
-from app.store import Key, Store, StoreUnavailable, dump_json, load_json, open_store, unavailable_level
+from app.store import Key, Store, Stores, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.sessions")
 NAMESPACE = "session"  # in Redis: toolsift:session:<identity>:<session id>
@@ -96,14 +96,9 @@ def _found(value: bytes | None) -> dict[str, int]:
     return found
 
 
-def session_store(config: SessionConfig, identities: Identities | None = None) -> Sessions:
+def session_store(config: SessionConfig, stores: Stores, identities: Identities | None = None) -> Sessions:
     owners = identities.stored_bytes() if identities is not None else None
-    store = open_store(
-        config.redis_url,
-        config.max_sessions,
-        config.max_bytes,
-        config.max_bytes_per_identity,
-        owner_bytes=owners,
-        timeout=config.store_timeout_ms / 1000,
+    store = stores.open(
+        config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
     )
     return Sessions(store, config.ttl_seconds, config.max_tools)

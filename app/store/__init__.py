@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from app.store.base import STORE_TIMEOUT, Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 from app.store.memory import MemoryStore
@@ -14,6 +15,7 @@ __all__ = [
     "MemoryStore",
     "Store",
     "StoreUnavailable",
+    "Stores",
     "dump_json",
     "load_json",
     "open_store",
@@ -40,3 +42,41 @@ def open_store(
 
         return RedisStore(redis_url, max_owner_bytes, owner_bytes, timeout)
     return MemoryStore(max_entries, max_bytes, max_owner_bytes, clock, owner_bytes)
+
+
+class Stores:
+    """The gateway's stores, opened in one place. Each kind of state keeps its own bounds (a store each), but in
+    Redis every store on one URL shares one client, its connection pool, and one circuit breaker: one client per
+    Redis per process, closed once, here."""
+
+    def __init__(self, timeout: float = STORE_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._clients: dict[str, Any] = {}
+
+    def open(
+        self,
+        redis_url: str | None,
+        max_entries: int,
+        max_bytes: int,
+        max_owner_bytes: int | None = None,
+        owner_bytes: Mapping[str, int] | None = None,
+    ) -> Store:
+        """A store bounded as `open_store`'s, on this gateway's client of `redis_url` when it is set."""
+        if not redis_url:
+            return MemoryStore(max_entries, max_bytes, max_owner_bytes, owner_bytes=owner_bytes)
+        from app.store.redis import RedisStore, redis_client
+
+        client = self._clients.get(redis_url)
+        if client is None:
+            client = self._clients[redis_url] = redis_client(redis_url, self.timeout)
+        return RedisStore(redis_url, max_owner_bytes, owner_bytes, self.timeout, client=client)
+
+    @property
+    def clients(self) -> int:
+        """How many Redis clients are open (one per URL)."""
+        return len(self._clients)
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()

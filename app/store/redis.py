@@ -148,19 +148,15 @@ class RedisStore:
         max_owner_bytes: int | None = None,
         owner_bytes: Mapping[str, int] | None = None,
         timeout: float = STORE_TIMEOUT,
+        client: Any = None,
     ) -> None:
-        import redis.asyncio as redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-
+        """`client`: a client (its connection pool) shared with the other stores on this Redis, which whoever
+        opened it closes; without one the store opens and closes its own."""
         self.max_owner_bytes = max_owner_bytes
         self.owner_bounds = dict(owner_bytes or {})
         self.circuit = circuit(url)
-        # One retry, on a lost connection only (a Redis that restarted): a timeout is never waited for twice.
-        retry = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
-        self._redis: Any = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry
-        )
+        self._owns_client = client is None
+        self._redis: Any = client if client is not None else redis_client(url, timeout)
         self._incr: Any = self._redis.register_script(_INCR)
         self._lease: Any = self._redis.register_script(_LEASE)
         self._put: Any = self._redis.register_script(_PUT)
@@ -204,7 +200,8 @@ class RedisStore:
         return self.circuit.available()
 
     async def aclose(self) -> None:
-        await self._redis.aclose()
+        if self._owns_client:
+            await self._redis.aclose()
 
     async def _guarded(self, command: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         """The command through this Redis' circuit; every failure as `StoreUnavailable`."""
@@ -219,6 +216,17 @@ class RedisStore:
 
     def _bound(self, key: Key) -> int | None:
         return self.owner_bounds.get(key.owner, self.max_owner_bytes)
+
+
+def redis_client(url: str, timeout: float) -> Any:
+    """The one way this gateway connects to a Redis: every operation bounded by `timeout`, one retry on a lost
+    connection only (a Redis that restarted), so a timeout is never waited for twice."""
+    import redis.asyncio as redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    retry = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
 
 
 _CIRCUITS: dict[str, Circuit] = {}

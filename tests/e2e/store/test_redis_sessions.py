@@ -52,3 +52,22 @@ async def test_in_redis_two_keys_with_one_session_id_never_mix(
     assert "textkit__slugify" not in upstream.tool_names(2), "another key's session is not this one"
     await client.post("/v1/chat/completions", json=chat_body("mine?"), headers=as_alice)
     assert upstream.tool_names(3)[-1] == "textkit__slugify"
+
+
+async def test_every_store_on_one_redis_shares_one_client(
+    redis_url: str, upstream: Upstream, gateway_factory: Any
+) -> None:
+    """Sessions, stored responses, kept rounds, the MCP front's clients and the limits' counters: one Redis, one
+    client (one connection pool) in the process; a second Redis for the counters is a second client."""
+    auth = {"api_keys": [{"key": "key-one", "name": "one", "limits": {"requests_per_minute": 100}}]}
+    config = make_config(sessions={"redis_url": redis_url}, auth=auth)
+    client, gateway = await gateway_factory(config)
+    upstream.script(completion("fine"))
+    headers = {"Authorization": "Bearer key-one", "X-Session-Id": "s1"}
+    response = await client.post("/v1/chat/completions", json=chat_body("x"), headers=headers)
+    assert response.status_code == 200
+    assert gateway.stores.clients == 1
+    assert gateway.sessions.store._redis is gateway.limits.store._redis is gateway.responses.store._redis
+    other = make_config(sessions={"redis_url": redis_url}, limits={"redis_url": redis_url.replace("/0", "/1")})
+    _, second = await gateway_factory(other)
+    assert second.stores.clients == 2
