@@ -1,7 +1,7 @@
 """A Redis that hangs or stops under a served gateway: what a request pays, and what it claims.
 
 Starts a fast upstream (bench/fake_upstream.py), a redis-server and two `toolsift serve`: one without Redis, one
-with it (`sessions.redis_url`). Each request is a chat with three limits (requests a minute, tokens a day, requests
+with it (`store.redis_url`). Each request is a chat with three limits (requests a minute, tokens a day, requests
 at once) and a session, or a Responses create; the gateway on Redis is measured with Redis answering, hung (every
 client paused, as under a long `DEBUG SLEEP`) and stopped. Requests are sequential, `--gap` seconds apart, so some
 land after the store's circuit breaker let a probe through. A create that answers `store: true` must be found by a

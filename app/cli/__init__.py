@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=1,
-        help="worker processes on one port, each with its own MCP connections; more than 1 needs sessions.redis_url",
+        help="worker processes on one port, each with its own MCP connections; more than 1 needs store.redis_url",
     )
     demo = _command(commands, "demo", "run the gateway with a local scripted stand-in for an LLM (no API key)")
     _add_listen_options(demo)

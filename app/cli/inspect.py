@@ -111,11 +111,11 @@ async def check(config: Config, _: argparse.Namespace) -> int:
 
 def scaling_line(config: Config) -> str:
     """Where per-caller state lives, and so whether `serve --workers N` and replicas can serve this config."""
-    if config.sessions.redis_url:
-        return "state: shared in Redis (sessions.redis_url): `serve --workers N` and replicas share callers' state"
+    if config.store.redis_url:
+        return "state: shared in Redis (store.redis_url): `serve --workers N` and replicas share callers' state"
     return (
         "state: in this process's memory: `serve --workers N` (N > 1) and replicas behind a load balancer need "
-        "sessions.redis_url"
+        "store.redis_url"
     )
 
 

@@ -24,10 +24,10 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 WORKERS_NEED_REDIS = (
-    "toolsift serve --workers {workers}: several worker processes need sessions.redis_url, so that they share "
+    "toolsift serve --workers {workers}: several worker processes need store.redis_url, so that they share "
     "every caller's state (sessions, stored responses, MCP clients' enabled tools); without it each worker would "
     "keep its own, and a caller's next request, landing on another worker, would not find them. Set "
-    'sessions.redis_url (e.g. "redis://127.0.0.1:6379/0") or serve with --workers 1.'
+    'store.redis_url (e.g. "redis://127.0.0.1:6379/0") or serve with --workers 1.'
 )
 
 
@@ -35,7 +35,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"error: --workers must be 1 or more, not {args.workers}", file=sys.stderr)
         return 2
-    if args.workers > 1 and not config.sessions.redis_url:
+    if args.workers > 1 and not config.store.redis_url:
         print(f"error: {WORKERS_NEED_REDIS.format(workers=args.workers)}", file=sys.stderr)
         return 2
     configure_logging(args.log_level, args.log_format)

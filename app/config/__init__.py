@@ -29,7 +29,7 @@ from app.config.mcp import (
 from app.config.providers import ModelConfig, ProviderConfig
 from app.config.root import Config
 from app.config.secrets import url_secrets
-from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
+from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig, StoreConfig
 
 __all__ = [
     "LOAD_RELATED_DEFAULT",
@@ -51,6 +51,7 @@ __all__ = [
     "SemanticConfig",
     "ServerSelection",
     "SessionConfig",
+    "StoreConfig",
     "ToolDiscoveryConfig",
     "ToolSetConfig",
     "config_warnings",

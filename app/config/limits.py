@@ -11,6 +11,4 @@ class LimitsConfig(Strict):
     default_output_tokens: int = Field(
         1024, ge=1, description="the answer's tokens reserved against tokens_per_day when a request sets no max_tokens"
     )
-    redis_url: str | None = Field(
-        None, description="a Redis of the limits' counters alone; default: sessions.redis_url (needs noeviction)"
-    )
+    redis_url: str | None = Field(None, description="read as store.counters_redis_url (its old name)")

@@ -61,7 +61,7 @@ def parse_config(raw: Any, environ: dict[str, str] | None = None, base_dir: Path
     config.base_dir = base_dir or Path.cwd()
     ignored = ignored_keys(expanded.get("mcpServers"))
     if ignored:
-        config.notes = [f"ignored what other MCP clients write, not used by toolsift: {', '.join(ignored)}"]
+        config.notes.append(f"ignored what other MCP clients write, not used by toolsift: {', '.join(ignored)}")
     return config
 
 

@@ -14,7 +14,7 @@ from app.config.mcp import McpFrontConfig, McpLimitsConfig, McpServerConfig, Too
 from app.config.providers import ModelConfig, ProviderConfig
 from app.config.references import reference_problems
 from app.config.secrets import config_secrets
-from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig
+from app.config.service import AuthConfig, ConsoleConfig, ResponsesStoreConfig, SessionConfig, StoreConfig
 
 
 class Config(Strict):
@@ -26,6 +26,7 @@ class Config(Strict):
     tool_discovery: ToolDiscoveryConfig = Field(default_factory=lambda: ToolDiscoveryConfig())
     tool_sets: dict[str, ToolSetConfig] = Field(default_factory=dict)
     tool_hints: dict[str, dict[str, str]] = Field(default_factory=dict, description="server -> tool -> search text")
+    store: StoreConfig = Field(default_factory=lambda: StoreConfig())
     sessions: SessionConfig = Field(default_factory=lambda: SessionConfig())
     responses_store: ResponsesStoreConfig = Field(default_factory=lambda: ResponsesStoreConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
@@ -74,6 +75,30 @@ class Config(Strict):
         super().__init__(**data)
 
     @model_validator(mode="after")
+    def _old_store_names(self) -> Config:
+        """The store's keys under their old names (in `sessions` and `limits`) still work, each named in a note;
+        where both names are set, the new one wins."""
+        moves = (
+            (self.sessions, "redis_url", "sessions.redis_url", "redis_url"),
+            (self.sessions, "store_timeout_ms", "sessions.store_timeout_ms", "timeout_ms"),
+            (self.limits, "redis_url", "limits.redis_url", "counters_redis_url"),
+        )
+        for section, old, shown, new in moves:
+            if old not in section.model_fields_set:
+                continue
+            if new not in self.store.model_fields_set:
+                setattr(self.store, new, getattr(section, old))
+                self.store.model_fields_set.add(new)
+                note = f"{shown} is now store.{new}: read as before; rename it"
+            elif getattr(self.store, new) == getattr(section, old):
+                note = f"{shown} is now store.{new}: read as before; rename it"  # validated again: moved already
+            else:
+                note = f"{shown} is ignored: store.{new} is set (its new name)"
+            if note not in self.notes:
+                self.notes.append(note)
+        return self
+
+    @model_validator(mode="after")
     def _references_resolve(self) -> Config:
         if self.default_provider is None and len(self.providers) == 1:
             self.default_provider = next(iter(self.providers))
@@ -113,7 +138,7 @@ class Config(Strict):
 
     def limits_redis_url(self) -> str | None:
         """The Redis that holds the limits' counters: their own, or the one every other store shares."""
-        return self.limits.redis_url or self.sessions.redis_url
+        return self.store.counters_redis_url or self.store.redis_url
 
     def secrets(self) -> set[str]:
         """Every configured secret, for redaction (app.config.secrets decides what counts)."""

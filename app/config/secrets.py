@@ -37,8 +37,8 @@ def config_secrets(config: Config) -> set[str]:
             if path.startswith(prefix):
                 found.update(values)
                 found.add(server.env.get(path.removeprefix(prefix), ""))
-    found.update(url_secrets(config.sessions.redis_url or ""))
-    found.update(url_secrets(config.limits.redis_url or ""))
+    found.update(url_secrets(config.store.redis_url or ""))
+    found.update(url_secrets(config.store.counters_redis_url or ""))
     endpoint = config.tool_discovery.semantic.endpoint
     if endpoint is not None:
         found.update({endpoint.api_key or "", *url_secrets(endpoint.base_url)})

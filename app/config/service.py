@@ -40,21 +40,32 @@ class ConsoleConfig(Strict):
     recent_requests: int = Field(100, ge=0, le=10_000, description="finished requests kept in memory for it")
 
 
+class StoreConfig(Strict):
+    """Where callers' state lives (sessions, stored responses, kept rounds, MCP clients' tools, limits' counters):
+    this process's memory, or a Redis every replica and worker shares. One client per Redis per process."""
+
+    redis_url: str | None = Field(None, description="e.g. redis://redis:6379/0; default: in memory")
+    timeout_ms: int = Field(
+        250, ge=1, le=60_000, description="longest wait for one Redis operation; past it the store counts as down"
+    )
+    counters_redis_url: str | None = Field(
+        None, description="a Redis of the limits' counters alone (it must not evict them); default: redis_url"
+    )
+
+
 class SessionConfig(Strict):
     ttl_seconds: float = Field(3600.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
     max_bytes: int = Field(16 * 1024 * 1024, ge=4096, description="in-memory store's size bound, oldest out first")
     max_bytes_per_identity: int | None = Field(None, ge=4096, description=PER_IDENTITY)
     max_tools: int = Field(256, ge=1, description="tool names remembered per session, the latest kept")
-    redis_url: str | None = None
-    store_timeout_ms: int = Field(
-        250, ge=1, le=60_000, description="longest wait for one Redis operation; past it the store counts as down"
-    )
+    redis_url: str | None = Field(None, description="read as store.redis_url (its old name)")
+    store_timeout_ms: int = Field(250, ge=1, le=60_000, description="read as store.timeout_ms (its old name)")
 
 
 class ResponsesStoreConfig(Strict):
     """Stored Responses API responses (`store` not false), for `previous_response_id` and GET/DELETE; in Redis
-    when `sessions.redis_url` is set."""
+    when `store.redis_url` is set."""
 
     ttl_seconds: float = Field(86_400.0, gt=0)
     max_responses: int = Field(10_000, ge=1)

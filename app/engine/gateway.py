@@ -75,10 +75,10 @@ class Gateway:
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         # Every store on one Redis shares a client and a circuit breaker: one client per Redis, closed at `stop`.
-        self.stores = Stores(config.sessions.store_timeout_ms / 1000)
-        self.sessions = session_store(config.sessions, self.stores, self.identities)
+        self.stores = Stores(config.store.timeout_ms / 1000)
+        self.sessions = session_store(config.sessions, config.store.redis_url, self.stores, self.identities)
         self.rounds = RoundKeeper(self.sessions.store, config.sessions.ttl_seconds)  # beside the sessions
-        self.responses = response_store(config.responses_store, config.sessions.redis_url, self.stores, self.identities)
+        self.responses = response_store(config.responses_store, config.store.redis_url, self.stores, self.identities)
         self.limits = Limiter(
             limits_store(config.limits_redis_url(), self.stores), self.metrics, config.request_deadline + 60
         )

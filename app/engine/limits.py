@@ -2,7 +2,7 @@
 place these rules live; the engine's entry (`Gateway.run`), the MCP front's HTTP edge and the count and model
 endpoints all admit through it.
 
-Counted in the keyed store (app/store/): with `limits.redis_url` (or else `sessions.redis_url`) every replica and
+Counted in the keyed store (app/store/): with `store.counters_redis_url` (or else `store.redis_url`) every replica and
 worker shares one count; otherwise in this process's memory. Requests per minute is a counter per calendar minute.
 Tokens are a counter per UTC day that a request reserves its estimate in at admission, in one atomic increment,
 and settles with what it spent when it ends (however it ends): parallel requests see each other's reservations, so

@@ -4,7 +4,7 @@ A stored response belongs to the caller that made it (its `Identity`, the owner 
 caller asking for it is told it does not exist. Kept in the keyed store (`app.store`) as JSON bytes, so the
 in-memory store knows its size exactly and Redis holds the same thing. In memory by default, bounded in count
 and bytes, overall and per caller (the largest caller's least recently used out first) and expiring; with
-`sessions.redis_url`, in Redis (one key per response, `toolsift:response:<identity>:<id>`, expiring), so replicas
+`store.redis_url`, in Redis (one key per response, `toolsift:response:<identity>:<id>`, expiring), so replicas
 behind a load balancer share them.
 """
 

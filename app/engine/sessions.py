@@ -3,7 +3,7 @@
 Sessions belong to a caller: the store is keyed by the caller's `Identity` and the session id, so two callers
 that pick the same id never see each other's tools. In memory by default: bounded in entries and in bytes
 (least recently used sessions go first) and expiring, so a gateway that serves many clients for months uses
-flat memory whatever ids they send. With `sessions.redis_url`, sessions live in Redis instead, so several
+flat memory whatever ids they send. With `store.redis_url`, sessions live in Redis instead, so several
 replicas behind a load balancer behave as one. Either way they live in the keyed store (`app.store`), one JSON list
 a session of its tools in discovery order, each with the turn that first called it (the number of user messages the
 conversation had then): an upstream that defers tools itself loads each one there, the same place every time.
@@ -96,9 +96,9 @@ def _found(value: bytes | None) -> dict[str, int]:
     return found
 
 
-def session_store(config: SessionConfig, stores: Stores, identities: Identities | None = None) -> Sessions:
+def session_store(
+    config: SessionConfig, redis_url: str | None, stores: Stores, identities: Identities | None = None
+) -> Sessions:
     owners = identities.stored_bytes() if identities is not None else None
-    store = stores.open(
-        config.redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity, owner_bytes=owners
-    )
+    store = stores.open(redis_url, config.max_sessions, config.max_bytes, config.max_bytes_per_identity, owners)
     return Sessions(store, config.ttl_seconds, config.max_tools)

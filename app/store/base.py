@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any, NamedTuple, Protocol
 
-STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`sessions.store_timeout_ms`' default)
+STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`store.timeout_ms`' default)
 
 
 class Key(NamedTuple):

@@ -34,7 +34,7 @@ async def eviction_problem(url: str, timeout: float = 2.0) -> str | None:
     return (
         f"the limits' Redis has 'maxmemory-policy {policy or 'unknown'}': at its maxmemory it may evict limit "
         f"counters and reset identities' budgets; set 'maxmemory-policy {SAFE_POLICY}' there, or give the "
-        "counters a Redis of their own (limits.redis_url)"
+        "counters a Redis of their own (store.counters_redis_url)"
     )
 
 

@@ -52,13 +52,13 @@ def test_the_scale_profile_is_redis_replicas_and_a_balancer_and_changes_nothing_
 
 def test_every_replica_shares_state_in_the_profiles_redis() -> None:
     raw, config = _scale_config()
-    assert config.sessions.redis_url == "redis://redis:6379/0"
+    assert config.store.redis_url == "redis://redis:6379/0"
     assert config.auth.api_keys == ["a-gateway-key"], "a gateway on 0.0.0.0 behind a published port needs keys"
     demo = json.loads((ROOT / "config.json").read_text())
     assert {key: raw[key] for key in demo} == demo, "the bundled config, plus Redis and keys"
     assert SERVICES["gateway"]["depends_on"]["redis"] == {"condition": "service_healthy"}
     assert SERVICES["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
-    port = re.search(r"redis://redis:(\d+)/", config.sessions.redis_url)
+    port = re.search(r"redis://redis:(\d+)/", config.store.redis_url)
     assert port and port.group(1) == "6379" and "ports" not in SERVICES["redis"]
 
 

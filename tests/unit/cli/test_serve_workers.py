@@ -25,7 +25,7 @@ def test_several_workers_without_redis_are_refused_at_start(tmp_path: Path, caps
         code = main(["serve", "--config", config, "--workers", "2"])
     assert code == 2 and not started.called
     error = capsys.readouterr().err
-    assert "--workers 2" in error and "sessions.redis_url" in error and "--workers 1" in error
+    assert "--workers 2" in error and "store.redis_url" in error and "--workers 1" in error
 
 
 def test_several_workers_with_redis_start_uvicorn_workers(tmp_path: Path) -> None:
@@ -60,6 +60,6 @@ def test_check_says_where_callers_state_lives() -> None:
     from app.config import parse_config
 
     in_memory = scaling_line(parse_config({}, environ={}))
-    assert in_memory.startswith("state: in this process's memory") and "sessions.redis_url" in in_memory
+    assert in_memory.startswith("state: in this process's memory") and "store.redis_url" in in_memory
     shared = scaling_line(parse_config({"sessions": {"redis_url": "redis://127.0.0.1:6379/0"}}, environ={}))
     assert shared.startswith("state: shared in Redis") and "--workers N" in shared
