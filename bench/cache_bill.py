@@ -13,7 +13,7 @@ provider caches token by token.
   that ends on it or up to 20 blocks before it, and writes (at 1.25x) up to its last breakpoint; prefixes under
   1,024 tokens are not cached.
 
-Token counts are o200k_base (app/tokens.py), per block.
+Token counts are o200k_base (app/common/tokens.py), per block.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app import tokens
+from app.common import tokens
 
 OPENAI_MIN_PREFIX = 1024
 OPENAI_STEP = 128

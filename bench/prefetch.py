@@ -3,7 +3,7 @@
 A simple, stated model of a conversation: without prefetch the model spends one round on `search_tools`, then
 calls the tools and answers (3 rounds). With prefetch, when every tool a task needs was prefetched, the search
 round is skipped (2 rounds); otherwise it still searches, and the prefetched definitions were carried for
-nothing. Token costs are o200k_base counts of the real definitions and manifest (see app/tokens.py).
+nothing. Token costs are o200k_base counts of the real definitions and manifest (see app/common/tokens.py).
 
     python bench/prefetch.py [--data FILE] [--no-record] [--out NAME]
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from retrieval import DEFAULT_DATA, groups_of, index_tools, load  # noqa: E402
 
-from app import tokens  # noqa: E402
+from app.common import tokens  # noqa: E402
 from app.discovery.search import scored_tools  # noqa: E402
 from bench.common import add_record_options, record, require_data  # noqa: E402
 

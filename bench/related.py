@@ -6,7 +6,7 @@ A stated model of a conversation: the model searches once with the task's text a
 relate tools here). Every needed tool (gold group) still missing after that search costs one more search round;
 a gold tool that came along as a related tool saves that round. Related tools that are not gold were loaded for
 nothing. Their definitions are carried on every later round: one per needed tool plus the answer. Token counts
-are o200k_base counts of the real definitions (app/tokens.py); a search round costs the `search_tools`
+are o200k_base counts of the real definitions (app/common/tokens.py); a search round costs the `search_tools`
 definition plus about 60 tokens of call and result, as in bench/prefetch.py. Keyword ranking (on long task texts
 it ranks as the hybrid does, see bench/results/retrieval.txt).
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from retrieval import groups_of, index_tools, load  # noqa: E402
 
-from app import tokens  # noqa: E402
+from app.common import tokens  # noqa: E402
 from app.discovery.related import related_tools  # noqa: E402
 from app.discovery.search import scored_tools  # noqa: E402
 from bench.common import DATA, add_record_options, record, require_data  # noqa: E402

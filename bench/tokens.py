@@ -5,7 +5,7 @@ Catalogs: the bundled demo (its example servers, listed in memory), and catalogs
 tool definitions from the public tool-retrieval data in bench/data (LiveMCPBench MCP servers and StableToolBench
 RapidAPI tools, Apache-2.0). The Claude-Code-style request has its own 15 tools (generated definitions of a
 typical size) and 50 or 100 MCP tools, both generated and from the data. Counts are o200k_base tokens of the
-`tools` array as sent (see app/tokens.py).
+`tools` array as sent (see app/common/tokens.py).
 
     python bench/tokens.py [--data PATH] [--no-record] [--out NAME]
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import DATA, add_record_options, input_schema, record, require_data  # noqa: E402
 
-from app import tokens  # noqa: E402
+from app.common import tokens  # noqa: E402
 from app.codecs.openai_chat.requests import chat_request, tool_to_openai  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
 from app.core.model import ChatRequest  # noqa: E402

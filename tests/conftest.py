@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from app import tracing
+from app.common import tracing
 from app.config import Config
 from app.engine.gateway import Gateway
 from app.server.app import create_app

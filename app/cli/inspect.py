@@ -15,9 +15,10 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app import tokens
 from app.cli import render
 from app.cli.render import table
+from app.common import tokens
+from app.common.errors import RequestRefused
 from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
@@ -25,8 +26,7 @@ from app.discovery.queries import QueryBudget
 from app.discovery.search import prepare_search
 from app.engine.build import build_gateway, running
 from app.engine.gateway import Gateway
-from app.errors import RequestRefused
-from app.inspection import (
+from app.fronts.inspection import (
     check_server,
     every_discovery,
     manifest_report,

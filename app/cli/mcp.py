@@ -22,8 +22,8 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     `list_changed` as each later one comes up."""
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     early = EarlyInitialize(initialize_result)  # answered while the gateway's libraries are imported
+    from app.common.errors import RequestRefused
     from app.engine.build import build_gateway  # a second of imports: after `initialize` is answered
-    from app.errors import RequestRefused
     from app.fronts.mcp.server import McpFront
 
     gateway = build_gateway(config)

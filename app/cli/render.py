@@ -1,4 +1,4 @@
-"""The inspection reports (app/inspection.py) as plain-text tables: one rendering whether a report came from a
+"""The inspection reports (app/fronts/inspection.py) as plain-text tables: one rendering whether a report came from a
 running gateway's admin API or was computed locally. Standard library only, so a command answered by the gateway
 starts fast."""
 

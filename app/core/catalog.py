@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from app.common.errors import RequestRefused
 from app.config import AutoDeferConfig, Config, ExcludeSpec, ServerSelection
 from app.core.deferral import Deferral
 from app.core.model import ClientTool, Native, ToolChoice, ToolSpec
-from app.errors import RequestRefused
 
 SEARCH_TOOL_NAME = "search_tools"
 MAX_NAME_LENGTH = 64

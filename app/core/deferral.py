@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app import tokens
+from app.common import tokens
 from app.config import Config
 
 

@@ -24,8 +24,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from app.common.errors import GatewayError, error_body
 from app.demo.model import Reply, respond
-from app.errors import GatewayError, error_body
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.serve import read_body
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app import tokens
+from app.common import tokens
 from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
 
 DEFAULT_MAX_TOKENS = 1000

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from cachetools import LRUCache
 
+from app.common.offload import Lane
 from app.core.catalog import ToolEntry
 from app.discovery.embeddings import (
     Embedder,
@@ -35,7 +36,6 @@ from app.discovery.encoder import Array, ModelLoadError
 from app.discovery.hybrid import QueryVectors, ServerMeans, sentences, server_means
 from app.discovery.models import find_model, toolsift_home
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
-from app.offload import Lane
 
 if TYPE_CHECKING:
     from app.config import SemanticConfig

@@ -8,10 +8,10 @@ learns its request cannot be served instead of a model silently working without 
 
 from __future__ import annotations
 
+from app.common.errors import GatewayError
+from app.common.identity import Identity
 from app.config import Config
 from app.core.catalog import Catalog, ToolScope, narrowed, select_mcp_tools
-from app.errors import GatewayError
-from app.identity import Identity
 
 
 def check_model(identity: Identity, model: str) -> None:

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+from app.common.heap import release_large_blocks
 from app.config import Config
 from app.engine.gateway import Gateway
-from app.heap import release_large_blocks
 
 Purpose = Literal["serve", "mcp", "inspect"]
 
@@ -23,7 +23,7 @@ def build_gateway(config: Config, mcp_targets: dict[str, Any] | None = None, *, 
     """The gateway for `config`: MCP connections, providers, search, caches, stores (`mcp_targets` replaces the
     configured servers' transports, for tests). With `own_process`, the gateway is what the process is for, and
     what it builds to last is frozen out of the garbage collector's full passes (see Gateway.freeze_heap), and
-    large freed blocks go back to the system (app/heap.py), so the stores' byte bounds hold in the process."""
+    large freed blocks go back to the system (app/common/heap.py), so the stores' byte bounds hold in the process."""
     if own_process:
         release_large_blocks()
     gateway = Gateway(config, mcp_targets)

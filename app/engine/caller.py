@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.identity import ANONYMOUS, Identity
-from app.logs import new_request_id
+from app.common.identity import ANONYMOUS, Identity
+from app.common.logs import new_request_id
 
 
 @dataclass(frozen=True, slots=True)

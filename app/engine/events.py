@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
 from app.engine.cache_account import CacheFigures
-from app.errors import GatewayError
 
 
 @dataclass(frozen=True, slots=True)

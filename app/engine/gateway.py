@@ -14,7 +14,11 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
-from app import redaction, tracing
+from app.common import redaction, tracing
+from app.common.errors import RequestRefused
+from app.common.identity import Identities
+from app.common.logs import guard_secrets
+from app.common.offload import Lane
 from app.config import Config
 from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.core.model import ChatRequest
@@ -36,11 +40,7 @@ from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.tasks import TaskRunner
-from app.errors import RequestRefused
-from app.identity import Identities
-from app.logs import guard_secrets
 from app.mcp.client.connections import McpManager
-from app.offload import Lane
 from app.providers import Route, Router
 from app.providers.base import Provider
 from app.store import Stores

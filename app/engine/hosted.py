@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from app.common.errors import GatewayError
 from app.config import Config
 from app.core.model import ChatRequest, HostedTool
-from app.errors import GatewayError
 from app.providers.base import Provider
 
 log = logging.getLogger("toolsift.tools")

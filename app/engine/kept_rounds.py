@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.common.identity import Identity
 from app.core.model import JsonObject, Message, Native, Part, ToolCall
-from app.identity import Identity
 from app.store import Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.rounds")

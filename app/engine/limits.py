@@ -23,9 +23,9 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+from app.common.errors import GatewayError
+from app.common.identity import Identity
 from app.engine.metrics import Metrics
-from app.errors import GatewayError
-from app.identity import Identity
 from app.store import Key, Store, Stores, StoreUnavailable, unavailable_level
 from app.store.eviction import eviction_problem
 

@@ -15,6 +15,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
+from app.common.errors import GatewayError
+from app.common.identity import ANONYMOUS, Identity
+from app.common.offload import off_loop
 from app.core.catalog import ToolEntry
 from app.core.model import (
     ChatRequest,
@@ -52,11 +55,8 @@ from app.engine.kept_rounds import KeptRounds, mark, rename_ids
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import NO_TRACE, RequestTrace
 from app.engine.turn import Turn
-from app.errors import GatewayError
-from app.identity import ANONYMOUS, Identity
 from app.mcp.client.connections import McpManager
 from app.mcp.client.results import truncate
-from app.offload import off_loop
 from app.providers import Route
 
 ROUND_SEPARATOR = "\n\n"  # between the text of two rounds, so they don't run together

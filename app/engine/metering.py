@@ -3,7 +3,7 @@ reserves at admission (its prompt's tokens plus the most its answer may take), a
 upstream reports no usage (a stream that ignored the request for it, a plain answer without `usage`, a client that
 left mid-answer), so that no way of asking spends tokens the budget never sees.
 
-Counted with the gateway's tokenizer (app/tokens.py): a prompt may be megabytes, so it is counted in the worker
+Counted with the gateway's tokenizer (app/common/tokens.py): a prompt may be megabytes, so it is counted in the worker
 pool, one prompt at a time, exactly up to `EXACT_PROMPT_CHARS` and estimated past them; a round's answer is
 counted on the loop, exactly up to `EXACT_OUTPUT_CHARS`. Only identities with a `tokens_per_day` pay for either.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-from app import tokens
+from app.common import tokens
+from app.common.offload import Lane
 from app.core.model import ChatRequest, Message, Part
 from app.engine.events import ClientToolCall, ContentDelta, Event, ReasoningDelta, RoundFinished, RoundStarted
-from app.offload import Lane
 
 EXACT_PROMPT_CHARS = 32_000  # 16 ms of prose, 65 ms of random words (2 cores); past it, 4 characters a token
 EXACT_OUTPUT_CHARS = 4_000  # on the loop: at most about 12 ms of the worst text, once a round

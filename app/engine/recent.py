@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from app import redaction
+from app.common import redaction
 from app.discovery.params import MAX_QUERY_CHARS
 from app.discovery.search import shown_name
 from app.engine.record import RequestRecord

@@ -16,6 +16,8 @@ from enum import Enum
 from typing import Any
 
 from app.codecs.responses.tools import TOOL_SEARCH
+from app.common.errors import RequestRefused
+from app.common.offload import off_loop
 from app.config import Config
 from app.core.catalog import (
     SEARCH_TOOL_NAME,
@@ -53,8 +55,6 @@ from app.engine.call_tool import (
     wrapped_history,
 )
 from app.engine.native_deferral import with_loads
-from app.errors import RequestRefused
-from app.offload import off_loop
 
 CLIENT_GROUP = "client"
 CLIENT_SUMMARY = "Tools of the calling application"

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.common.errors import GatewayError
+from app.common.identity import Identities, Identity
 from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
-from app.errors import GatewayError
-from app.identity import Identities, Identity
 from app.store import Key, Store, Stores, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.responses")

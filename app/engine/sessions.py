@@ -17,9 +17,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from app.common.errors import RequestRefused
+from app.common.identity import Identities, Identity
 from app.config import SessionConfig
-from app.errors import RequestRefused
-from app.identity import Identities, Identity
 from app.store import Key, Store, Stores, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.sessions")

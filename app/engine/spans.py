@@ -1,4 +1,4 @@
-"""The engine's spans (app/tracing.py is the seam): one per request, one per upstream round, one per search, in
+"""The engine's spans (app/common/tracing.py is the seam): one per request, one per upstream round, one per search, in
 the GenAI semantic conventions' names; the MCP client records one per MCP call below them.
 
 A request's span is `invoke_agent toolsift` (the gateway runs the tool loop as an agent would), its rounds are
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app import tracing
+from app.common import tracing
+from app.common.errors import GatewayError
+from app.common.tracing import NOOP, Span
 from app.config import Config
 from app.core.model import ChatRequest, ResponseMeta, ToolCall, Usage
 from app.discovery.search import SearchOutcome
 from app.engine.caller import Caller
 from app.engine.events import Failed, Finished
-from app.errors import GatewayError
-from app.tracing import NOOP, Span
 
 AGENT = "toolsift"
 SEARCH = "search_tools"

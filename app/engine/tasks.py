@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.common.errors import GatewayError, RequestRefused
 from app.config import RunTaskConfig
 from app.core.catalog import ToolEntry
 from app.core.model import ChatRequest, Message, Options, Usage
@@ -20,7 +21,6 @@ from app.engine.caller import Caller
 from app.engine.events import CallRefused, ContentDelta, Event, Failed, Finished, McpCallFinished, SearchDone
 from app.engine.loop import CallPolicy
 from app.engine.record import RequestRecord
-from app.errors import GatewayError, RequestRefused
 from app.mcp.client.connections import McpManager
 
 

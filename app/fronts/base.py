@@ -9,11 +9,11 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.common.errors import GatewayError
+from app.common.identity import Identity
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import DiscoveryStats, Event, Failed, Finished
-from app.errors import GatewayError
-from app.identity import Identity
 
 log = logging.getLogger("toolsift.stream")
 INTERNAL_ERROR = "Internal gateway error while streaming; see the gateway log."

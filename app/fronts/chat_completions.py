@@ -17,6 +17,7 @@ from typing import Any
 
 from app.codecs.openai_chat.answers import READ_MESSAGE_FIELDS, tool_call_json, usage_json
 from app.codecs.openai_chat.requests import chat_request
+from app.common.errors import GatewayError
 from app.core.model import ChatRequest, JsonObject, ResponseMeta
 from app.engine.answer import Answer
 from app.engine.events import (
@@ -30,7 +31,6 @@ from app.engine.events import (
     RoundStarted,
     Routed,
 )
-from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
 from app.fronts.chat_wire import parse_chat_request
 from app.fronts.sse_wire import KEEPALIVE, sse

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.codecs.openai_chat.protocol import ChatCompletionRequest
-from app.errors import GatewayError
+from app.common.errors import GatewayError
 from app.fronts.wire import check_counts, invalid_request, load_body
 
 

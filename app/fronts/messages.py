@@ -10,14 +10,14 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app import tokens
 from app.codecs.anthropic.answers import error_type, stop_reason, thinking_blocks, tool_use_json, usage_json
 from app.codecs.anthropic.protocol import BETA_HEADER
 from app.codecs.anthropic.requests import chat_request
+from app.common import tokens
+from app.common.errors import GatewayError, anthropic_error_body
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import Event
-from app.errors import GatewayError, anthropic_error_body
 from app.fronts.base import Call, render_stream
 from app.fronts.messages_stream import PING, MessagesStream
 from app.fronts.messages_wire import parse_messages_request

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 
 from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_input, usage_json
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, Native, ToolCall
 from app.engine.events import (
     ClientToolCall,
@@ -30,7 +31,6 @@ from app.engine.events import (
     ReasoningDelta,
     RoundStarted,
 )
-from app.errors import GatewayError
 from app.fronts.sse_wire import named_sse
 
 log = logging.getLogger("toolsift.stream")

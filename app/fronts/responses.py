@@ -21,6 +21,8 @@ from app.codecs.responses.items import message_item, messages_of, reasoning_item
 from app.codecs.responses.protocol import CompactionTriggerItem, InputItem, ItemReference, ParsedResponses
 from app.codecs.responses.requests import chat_request, request_tools
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
+from app.common.errors import GatewayError
+from app.common.identity import Identity
 from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import (
@@ -33,14 +35,12 @@ from app.engine.events import (
     ReasoningDelta,
 )
 from app.engine.responses_store import OFF_LOOP_BYTES, UNAVAILABLE, ResponseStore, StoredResponse
-from app.errors import GatewayError
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_pages import Page, listed
 from app.fronts.responses_stream import ResponsesStream
 from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
 from app.fronts.sse_wire import KEEPALIVE
-from app.identity import Identity
 
 log = logging.getLogger("toolsift.stream")
 STORE_WARNING = "x-toolsift-warning"  # on an answer not stored although `store` asked for it

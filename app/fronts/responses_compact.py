@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.common.errors import GatewayError
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
-from app.errors import GatewayError
 from app.fronts.base import Call
 from app.fronts.responses import ResponsesFront
 from app.fronts.responses_items import ResponseCall

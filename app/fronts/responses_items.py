@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from app.codecs.responses.items import INCOMPLETE, item_id, usage_json
 from app.codecs.responses.protocol import ParsedResponses
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, ToolSpec, Usage
 from app.engine.events import DiscoveryStats
-from app.errors import GatewayError
 
 
 @dataclass

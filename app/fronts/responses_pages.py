@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.common.errors import GatewayError
 from app.core.model import JsonObject
-from app.errors import GatewayError
 
 MAX_LIMIT = 100
 

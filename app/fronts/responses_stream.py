@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from app.codecs.responses.items import message_item, output_text, reasoning_item, seal
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, Native
 from app.engine.events import (
     ClientToolCall,
@@ -30,7 +31,6 @@ from app.engine.events import (
     RoundStarted,
     Routed,
 )
-from app.errors import GatewayError
 from app.fronts.responses_items import ResponseCall, response_json
 from app.fronts.sse_wire import KEEPALIVE, named_sse
 

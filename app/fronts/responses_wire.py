@@ -24,7 +24,7 @@ from app.codecs.responses.protocol import (
     ResponsesRequest,
     ToolSearchOutputItem,
 )
-from app.errors import GatewayError
+from app.common.errors import GatewayError
 from app.fronts.wire import invalid_request, load_body, param_path
 
 UNSUPPORTED_FIELDS = {

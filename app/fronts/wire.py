@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app import strict_json
-from app.errors import GatewayError
+from app.common import strict_json
+from app.common.errors import GatewayError
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.codecs.openai_chat.options import options_of
+from app.common.errors import GatewayError
 from app.config import Config, ProviderConfig
 from app.core.model import Options, with_defaults
-from app.errors import GatewayError
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import HttpProvider, Provider
 from app.providers.fallback import FallbackProvider

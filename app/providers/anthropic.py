@@ -11,9 +11,9 @@ from app.codecs.anthropic.answers import StreamDecoder, delta_from_message
 from app.codecs.anthropic.breakpoints import with_breakpoints
 from app.codecs.anthropic.protocol import BETA_HEADER, AnthropicEvent, AnthropicMessage
 from app.codecs.anthropic.requests import request_body
+from app.common.errors import GatewayError
 from app.config import ProviderConfig
 from app.core.model import Delta, JsonObject, UpstreamRequest
-from app.errors import GatewayError
 from app.providers.base import HttpProvider, log_foreign_options, upstream_error
 
 OVERLOADED = 529  # Anthropic's own status; clients know 503 as "try again later"

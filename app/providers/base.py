@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import httpx
 from pydantic import BaseModel
 
-from app import strict_json
+from app.common import strict_json
+from app.common.errors import GatewayError
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest, WireFormat
-from app.errors import GatewayError
 from app.providers.answers import problem
 from app.providers.transport import upstream_client
 

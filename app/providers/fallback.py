@@ -9,8 +9,8 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
+from app.common.errors import GatewayError
 from app.core.model import Delta, UpstreamRequest
-from app.errors import GatewayError
 from app.providers.base import Provider
 
 log = logging.getLogger("toolsift.upstream")

@@ -15,9 +15,9 @@ from collections.abc import AsyncGenerator
 from app.codecs.responses.answer_types import Response, StreamEvent
 from app.codecs.responses.answers import StreamDecoder, delta_from_response, failed, failure
 from app.codecs.responses.requests import request_body, with_reasoning_kept
+from app.common.errors import GatewayError
 from app.config import ProviderConfig
 from app.core.model import Delta, JsonObject, UpstreamRequest
-from app.errors import GatewayError
 from app.providers.base import HttpProvider, refuse_threads, upstream_error
 
 HOSTED_TOOLS = frozenset(

@@ -14,13 +14,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.common.errors import RequestRefused, error_body
 from app.config import SEARCH_RESULTS_HARD_CAP
 from app.discovery.cache import DiscoveryCache
 from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search
 from app.engine.gateway import Gateway
-from app.errors import RequestRefused, error_body
-from app.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
+from app.fronts.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import loopback
 

@@ -4,7 +4,7 @@ the console's page, which holds no data (its admin API checks admin keys itself)
 
 A plain ASGI middleware (no request body buffering, nothing on the streaming path). Keys are compared in
 constant time, each one, so timing tells nothing about which key or how much of it matched. The key that
-matched becomes the request's `Identity` (app/identity.py), put in the ASGI scope: sessions and the MCP front
+matched becomes the request's `Identity` (app/common/identity.py), put in the ASGI scope: sessions and the MCP front
 read it there, so one caller's state is never another's.
 """
 
@@ -15,8 +15,8 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.common.identity import SCOPE_KEY, Identities, Identity
 from app.config import AuthConfig
-from app.identity import SCOPE_KEY, Identities, Identity
 from app.server.routes import OPEN_PATHS, OPERATOR_PREFIXES, OPERATOR_VIEWS, shape_for
 
 

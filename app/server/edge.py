@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import GatewayError
-from app.logs import REQUEST_ID
+from app.common.errors import GatewayError
+from app.common.logs import REQUEST_ID
 from app.server.routes import OPERATOR_PREFIXES, shape_for
 
 REQUEST_ID_HEADER = b"x-request-id"

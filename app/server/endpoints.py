@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp
 
+from app.common.errors import GatewayError, error_body
+from app.common.identity import identity_of
 from app.engine.gateway import Gateway
-from app.errors import GatewayError, error_body
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
-from app.identity import identity_of
 from app.server.admin import AdminApi
 from app.server.auth import Operators
 from app.server.mcp_http import HttpFront

@@ -19,12 +19,12 @@ from urllib.parse import parse_qs
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from starlette.types import Message, Receive, Scope, Send
 
+from app.common.errors import GatewayError
+from app.common.identity import Identities, identity_of
 from app.core.catalog import ToolScope, narrowed, unknown_tool_set
 from app.engine.access import tool_scope
 from app.engine.gateway import Gateway
-from app.errors import GatewayError
 from app.fronts.mcp.server import McpFront, Mode
-from app.identity import Identities, identity_of
 from app.server.edge import refuse_error
 from app.server.routes import MCP
 

@@ -2,7 +2,7 @@
 
 The log line carries what an operator needs to follow a request: id, model, provider, rounds, searches,
 tools found and called, MCP errors, latencies and tokens; never a key. What every record gets before it gets
-here (its request id, secrets redacted) is app/logs.py's; the counters themselves are the engine's
+here (its request id, secrets redacted) is app/common/logs.py's; the counters themselves are the engine's
 (app/engine/metrics.py).
 """
 
@@ -21,9 +21,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from app import redaction
+from app.common import redaction
+from app.common.logs import install_log_hooks
 from app.engine.metrics import Metrics
-from app.logs import install_log_hooks
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 

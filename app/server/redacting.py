@@ -2,7 +2,7 @@
 by `[redacted]` in every response body and stream event the gateway sends, whatever wrote it: a front's answer or
 error, `run_task` over `/mcp`, a tool result, the admin API. A new route cannot forget it.
 
-Matching is plain substring search (linear, as in app/redaction.py). A body sent whole gets its `content-length`
+Matching is plain substring search (linear, as in app/common/redaction.py). A body sent whole gets its `content-length`
 set to what is sent; a body streamed in parts with a declared length (a static file) is passed on as it is, since
 its length went out first. A secret split across two stream events by an upstream is not seen whole here; the
 engine's own texts (errors, tool results) are written whole, so theirs are.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import redaction
+from app.common import redaction
 
 
 class RedactedAnswers:

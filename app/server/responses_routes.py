@@ -9,13 +9,13 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.common.errors import GatewayError
+from app.common.identity import identity_of
 from app.engine.gateway import Gateway
-from app.errors import GatewayError
 from app.fronts.base import Call, Limits
 from app.fronts.responses import ResponsesFront
 from app.fronts.responses_compact import CompactFront
 from app.fronts.responses_pages import input_page
-from app.identity import identity_of
 from app.server.edge import request_id_of
 from app.server.serve import serve
 

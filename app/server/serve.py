@@ -20,18 +20,18 @@ from typing import Any, TypeVar
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from app.common.errors import GatewayError, RequestRefused
+from app.common.identity import identity_of
+from app.common.logs import REQUEST_ID
+from app.common.offload import Lane
 from app.core.model import Usage
 from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.gateway import Gateway
 from app.engine.metrics import Metrics
 from app.engine.record import RequestRecord
-from app.errors import GatewayError, RequestRefused
 from app.fronts.base import Call, Front, Limits
 from app.fronts.messages import MessagesFront
-from app.identity import identity_of
-from app.logs import REQUEST_ID
-from app.offload import Lane
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
 from app.server.observability import log_fields

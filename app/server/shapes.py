@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.codecs.anthropic.answers import error_type
-from app.errors import GatewayError, anthropic_error_body, error_body
-from app.redaction import redact
+from app.common.errors import GatewayError, anthropic_error_body, error_body
+from app.common.redaction import redact
 
 JSONRPC_INVALID_REQUEST = -32600
 

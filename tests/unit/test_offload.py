@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from app.offload import Lane
+from app.common.offload import Lane
 
 
 async def test_a_caller_that_stops_waiting_keeps_its_jobs_slot_until_the_job_ends() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from app import schema_check
-from app.schema_check import MAX_CHECKED_CHARS, first_error
+from app.common import schema_check
+from app.common.schema_check import MAX_CHECKED_CHARS, first_error
 
 EVIL = r"^(a+)+$"
 HOSTILE = "a" * 40 + "!"  # 2^40 steps for a backtracking engine

@@ -8,7 +8,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from app import redaction, tracing
+from app.common import redaction, tracing
 
 
 def test_without_an_exporter_asked_for_tracing_is_off_and_every_call_is_the_no_op() -> None:

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 
 from app.codecs.anthropic.protocol import FINISH_REASONS, STOP_REASONS, THINKING
+from app.common.errors import GatewayError
 from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage, reported_count
-from app.errors import GatewayError
 
 
 def usage_in(usage: JsonObject | None) -> Usage | None:

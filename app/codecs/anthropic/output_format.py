@@ -8,8 +8,8 @@ JSON with no schema) is refused with a 400 naming the parameter, never dropped.
 
 from __future__ import annotations
 
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, ResponseFormat
-from app.errors import GatewayError
 
 OUTPUT_NAME = "output"  # the name a chat upstream's `json_schema` needs; Anthropic's format has none
 

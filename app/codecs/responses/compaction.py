@@ -15,8 +15,8 @@ import base64
 import binascii
 import json
 
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, Message, Native
-from app.errors import GatewayError
 
 SEALED = "toolsift.summary.v1."  # what starts an `encrypted_content` of a compaction the gateway wrote
 UNREADABLE = (

@@ -40,8 +40,8 @@ from app.codecs.responses.tools import (
     custom_arguments,
     flat_name,
 )
+from app.common.errors import GatewayError
 from app.core.model import JsonObject, Message, Native, Part, ToolCall, Usage
-from app.errors import GatewayError
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reasons, as Responses says

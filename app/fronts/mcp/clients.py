@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from fastmcp.server.dependencies import get_access_token, get_context
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from app.common.identity import ANONYMOUS, Identities, Identity
 from app.core.catalog import ToolScope, scope_label
-from app.identity import ANONYMOUS, Identities, Identity
 from app.store.base import Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.mcp.front")

@@ -10,7 +10,7 @@ import mcp_types
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
-from app import redaction
+from app.common import redaction
 
 
 class RedactedResults(Middleware):

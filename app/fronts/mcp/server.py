@@ -28,7 +28,10 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.providers import Provider
 from fastmcp.tools.base import Tool, ToolResult
 
-from app import toolsift_version, tracing
+from app import toolsift_version
+from app.common import tracing
+from app.common.identity import Identity
+from app.common.logs import REQUEST_ID
 from app.core.catalog import ToolScope, select_mcp_tools
 from app.discovery.manifest import search_tool_definition
 from app.discovery.search import Discovery
@@ -39,8 +42,6 @@ from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
 from app.fronts.mcp.redacting import RedactedResults
 from app.fronts.mcp.tasks import RunTask
 from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
-from app.identity import Identity
-from app.logs import REQUEST_ID
 
 Mode = Literal["lazy", "proxy", "full"]
 

@@ -10,13 +10,13 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
+from app.common.identity import Identities
 from app.config import Config
 from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.engine.caller import Caller
 from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
 from app.engine.tasks import TaskRunner
 from app.fronts.mcp.clients import calling_client
-from app.identity import Identities
 
 RUN_TASK_NAME = "run_task"
 DESCRIPTION = (

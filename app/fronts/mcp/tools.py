@@ -17,18 +17,18 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import PrivateAttr
 
-from app import tracing
+from app.common import tracing
+from app.common.identity import Identity
+from app.common.offload import off_loop
+from app.common.redaction import redact
+from app.common.schema_check import first_error
 from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry
 from app.discovery.encode_budget import EncodeBudget
 from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search, run_search
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import search_attributes, searched
-from app.identity import Identity
 from app.mcp.client.connections import McpManager
-from app.offload import off_loop
-from app.redaction import redact
-from app.schema_check import first_error
 
 CALL_TOOL_NAME = "call_tool"
 PROXY_NOTE = "These tools are callable through call_tool."

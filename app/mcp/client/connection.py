@@ -17,6 +17,9 @@ from typing import Any
 import mcp_types
 from fastmcp import Client
 
+from app.common.offload import off_loop
+from app.common.redaction import redact
+from app.common.schema_check import first_error
 from app.config import Config, McpServerConfig
 from app.mcp.client.catalog import unknown_always_load
 from app.mcp.client.chatter import Dropped
@@ -27,9 +30,6 @@ from app.mcp.client.signals import ListChanged, connection_gone, describe_except
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
 from app.mcp.client.stdio import build_transport, closed_because, start_problem
-from app.offload import off_loop
-from app.redaction import redact
-from app.schema_check import first_error
 
 log = logging.getLogger("toolsift.mcp")
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import mcp_types
 
-from app import tracing
+from app.common import tracing
+from app.common.identity import ANONYMOUS, Identity
+from app.common.offload import off_loop
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
-from app.identity import ANONYMOUS, Identity
 from app.mcp.client.catalog import build_catalog
 from app.mcp.client.chatter import Dropped
 from app.mcp.client.connection import ServerConnection
@@ -25,7 +26,6 @@ from app.mcp.client.results import error_text, redacted, result_text
 from app.mcp.client.server_log import quiet_sdk_logs
 from app.mcp.client.signals import describe_exception
 from app.mcp.client.state import ServerState, ServerUnavailable
-from app.offload import off_loop
 
 log = logging.getLogger("toolsift.mcp")
 

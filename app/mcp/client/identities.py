@@ -17,9 +17,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.common.identity import ANONYMOUS, Identities, Identity
 from app.config import Config, McpServerConfig
 from app.config.identities import IDENTITY_REFERENCE
-from app.identity import ANONYMOUS, Identities, Identity
 from app.mcp.client.state import ServerUnavailable
 
 if TYPE_CHECKING:

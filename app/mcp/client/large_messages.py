@@ -22,7 +22,7 @@ import mcp_types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from app.offload import off_loop
+from app.common.offload import off_loop
 
 REMEMBERED = 16  # ids of listing requests kept: an answer parsed where it arrives is not seen here again
 LARGE_LINE_BYTES = 256 * 1024  # parsing this much JSON in one call takes about 2 ms: larger lines go in pieces

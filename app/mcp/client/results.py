@@ -12,7 +12,7 @@ from typing import Any
 
 import mcp_types
 
-from app.redaction import redact, redact_value
+from app.common.redaction import redact, redact_value
 
 
 def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:

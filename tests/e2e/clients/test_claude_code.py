@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app import tokens
+from app.common import tokens
 from app.config import parse_config
 from tests.support import SERVERS, ScriptedUpstream, completion
 from tests.support.claude_code import ServedGateway, run_claude

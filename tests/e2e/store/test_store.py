@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from app.common.identity import Identity
 from app.engine.sessions import SessionKey, Sessions
-from app.identity import Identity
 from app.store import open_store
 from tests.unit.store.test_store import (
     SEMANTICS_TIMEOUT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.common.identity import ANONYMOUS, Identities, Identity
 from app.config import ConfigError, config_warnings, parse_config
-from app.identity import ANONYMOUS, Identities, Identity
 
 TOOL_SETS = {"research": {"servers": {}}}
 

@@ -13,7 +13,7 @@ import mcp_types
 import pytest
 from fastmcp import Client, Context, FastMCP
 
-from app import tokens
+from app.common import tokens
 from app.config import ConfigError, load_config, parse_config
 from app.fronts.mcp.server import McpFront
 from app.mcp.client.catalog import build_catalog

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app import tokens
+from app.common import tokens
 from app.core import deferral
 from app.core.catalog import ToolEntry
 from app.discovery import index

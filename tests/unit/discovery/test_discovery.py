@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from app import tokens
+from app.common import tokens
+from app.common.errors import RequestRefused
 from app.core.catalog import Catalog, ToolEntry, exposed_name, select_mcp_tools
 from app.discovery.cache import mcp_groups
 from app.discovery.index import describe_locations, tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
-from app.errors import RequestRefused
 from app.mcp.client.catalog import build_catalog
 from tests.support import make_config
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from app.common.identity import Identity
 from app.core.model import ChatRequest, ClientTool, Message, Options, ToolCall, ToolSpec
 from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.gateway import Gateway
 from app.engine.kept_rounds import GONE_NOTE, mark, marked
-from app.identity import Identity
 from tests.support import load_example, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 

@@ -7,8 +7,8 @@ from typing import Any
 import openai
 import pytest
 
+from app.common.identity import Identity
 from app.engine.responses_store import ResponseStore, StoredResponse
-from app.identity import Identity
 from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk

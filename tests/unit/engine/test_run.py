@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from app.common.errors import GatewayError, RequestRefused
+from app.common.identity import Identity
 from app.core.model import ChatRequest, Message, Options
 from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.events import ContentDelta, Event, Finished, SearchDone
 from app.engine.gateway import Gateway
 from app.engine.record import RequestRecord
-from app.errors import GatewayError, RequestRefused
-from app.identity import Identity
 from tests.support import load_example, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 

@@ -7,8 +7,8 @@ from typing import Any
 import openai
 import pytest
 
+from app.common.identity import ANONYMOUS
 from app.engine.sessions import SessionKey, Sessions
-from app.identity import ANONYMOUS
 from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
 

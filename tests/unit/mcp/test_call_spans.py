@@ -9,7 +9,7 @@ from fastmcp import Context, FastMCP
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from app import tracing
+from app.common import tracing
 from tests.support import make_config
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from app.common.identity import Identities, Identity
 from app.config import ConfigError, McpServerConfig, parse_config
-from app.identity import Identities, Identity
 from app.mcp.client.identities import IdentityConnections, as_identity, lister
 from app.mcp.client.state import ServerUnavailable
 

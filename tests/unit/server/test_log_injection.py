@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.logs import escape_controls
+from app.common.logs import escape_controls
 from app.server.observability import TextFormatter
 from tests.support import Upstream, chat_body
 
@@ -46,7 +46,7 @@ async def test_a_model_name_with_a_newline_stays_on_its_request_line(
 
 
 def test_any_logger_and_any_argument_is_escaped_but_a_traceback_keeps_its_lines(text_log: io.StringIO) -> None:
-    from app.logs import install_log_hooks
+    from app.common.logs import install_log_hooks
 
     install_log_hooks()
     logging.getLogger("some.library").warning("peer said %s", f"bye\n{FORGED}\u2028\x85")

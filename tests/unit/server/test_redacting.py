@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app import redaction
+from app.common import redaction
 from app.server.redacting import RedactedAnswers
 
 SECRET = "sk-exit-4b8e1f0a9c"

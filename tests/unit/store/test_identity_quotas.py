@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from app.identity import Identity
+from app.common.identity import Identity
 from app.store import Key, MemoryStore
 from tests.support import Upstream, completion, make_config
 from tests.support.responses import sdk

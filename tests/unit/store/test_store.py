@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from app.common.errors import GatewayError
+from app.common.identity import Identity
 from app.engine.responses_store import ResponseStore, StoredResponse
 from app.engine.sessions import SessionKey, Sessions
-from app.errors import GatewayError
-from app.identity import Identity
 from app.store import Key, MemoryStore, Store, StoreUnavailable, open_store
 from app.store.memory import ENTRY_OVERHEAD
 from app.store.redis import RedisStore

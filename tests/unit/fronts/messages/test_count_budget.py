@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app import tokens
+from app.common import tokens
 from tests.support import Upstream, chat_body, completion
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 import httpx
 
-from app import tokens
+from app.common import tokens
 from tests.support import UPSTREAM, Upstream, completion, make_config
 from tests.support.anthropic import CLAUDE_PROVIDER, message, scripted_anthropic, tool_use
 

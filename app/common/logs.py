@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from secrets import token_hex
 from typing import Any
 
-from app import redaction
+from app.common import redaction
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("toolsift_request_id", default=None)
 _base_factory = logging.getLogRecordFactory()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.redaction import redact, redact_value
+from app.common.redaction import redact, redact_value
 
 SOURCE_HEADER = "x-toolsift-error-source"  # who gave an error the gateway passes on (an upstream, its status)
 

@@ -7,7 +7,7 @@ the `otel` extra (the SDK and its OTLP exporter) is installed, or when a tracer 
 calling OpenTelemetry at all, so a request pays an attribute check, not a span.
 
 Spans never hold message contents or secrets: callers pass counts, names and ids, and every text value is
-redacted here (app/redaction.py) on its way in. The caller's attributes (identity, request id, front) travel with
+redacted here (app/common/redaction.py) on its way in. The caller's attributes (identity, request id, front) travel with
 the trace context, so every span of a request carries them, the MCP client's and the search's included.
 
 A span started in an async generator is never made current there (a generator's context is its reader's, and
@@ -23,7 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
-from app import redaction, toolsift_version
+from app import toolsift_version
+from app.common import redaction
 
 try:  # the API comes with the web framework; the SDK and its exporter with the `otel` extra
     from opentelemetry import context as otel_context

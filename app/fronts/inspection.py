@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app import tokens
+from app.common import tokens
+from app.common.errors import RequestRefused
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest, Options
@@ -20,7 +21,6 @@ from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget, read_queries
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
 from app.engine.request_tools import prepare_request_tools
-from app.errors import RequestRefused
 
 
 def tool_rows(
