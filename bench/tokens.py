@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import DATA, add_record_options, input_schema, record, require_data  # noqa: E402
 
-from app.common import tokens  # noqa: E402
 from app.codecs.openai_chat.requests import chat_request, tool_to_openai  # noqa: E402
+from app.common import tokens  # noqa: E402
 from app.config import Config, load_config, parse_config  # noqa: E402
 from app.core.model import ChatRequest  # noqa: E402
 from app.discovery.cache import DiscoveryCache  # noqa: E402
