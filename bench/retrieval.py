@@ -43,7 +43,7 @@ from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.cache import mcp_groups  # noqa: E402
 from app.discovery.search import Discovery, rank_queries, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
-from app.mcp.client.catalog import build_catalog  # noqa: E402
+from app.mcp.client.catalog_build import build_catalog  # noqa: E402
 from bench.common import add_record_options, percentile, record, require_data  # noqa: E402
 
 DATA = ROOT / "bench" / "data"

@@ -41,7 +41,7 @@ from app.discovery.semantic import SemanticSearch  # noqa: E402
 
 try:
     from app.discovery.cache import mcp_groups
-    from app.mcp.client.catalog import build_catalog
+    from app.mcp.client.catalog_build import build_catalog
 except ImportError:  # a baseline checkout from before these moved (`--baseline` runs this script on its code)
     from app.core.catalog import build_catalog  # type: ignore[attr-defined,no-redef]
     from app.engine.request_tools import mcp_groups  # type: ignore[attr-defined,no-redef]

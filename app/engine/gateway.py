@@ -26,12 +26,12 @@ from app.discovery.cache import DiscoveryCache
 from app.discovery.semantic import SemanticSearch
 from app.engine import spans
 from app.engine.access import check_model, tool_scope
+from app.engine.admission import Admission, Limiter, limits_store
 from app.engine.caller import Caller
 from app.engine.compaction import compacts_itself, summary_request
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.kept_rounds import RoundKeeper
-from app.engine.limits import Admission, Limiter, limits_store
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.metering import TokenMeter
 from app.engine.metrics import Metrics
@@ -39,7 +39,7 @@ from app.engine.recent import RecentRequests
 from app.engine.request_tools import RequestTools, tools_for
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
-from app.engine.tasks import TaskRunner
+from app.engine.task_runner import TaskRunner
 from app.mcp.client.connections import McpManager
 from app.providers import Route, Router
 from app.providers.base import Provider

@@ -26,7 +26,7 @@ from app.common import strict_json
 from app.common.errors import GatewayError
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest, WireFormat
-from app.providers.answers import problem
+from app.providers.answer_checks import problem
 from app.providers.transport import upstream_client
 
 log = logging.getLogger("toolsift.upstream")

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
+from app.engine.admission import DAY
 from app.engine.gateway import Gateway
-from app.engine.limits import DAY
 from app.store import Key
 from tests.support.gateway import chat_body, make_config
 from tests.support.upstream import Upstream, completion

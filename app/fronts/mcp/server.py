@@ -39,8 +39,8 @@ from app.engine.gateway import Gateway
 from app.engine.request_tools import RequestTools, ToolKind
 from app.fronts.mcp import handshake
 from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
-from app.fronts.mcp.redacting import RedactedResults
-from app.fronts.mcp.tasks import RunTask
+from app.fronts.mcp.redacted_results import RedactedResults
+from app.fronts.mcp.run_task import RunTask
 from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
 
 Mode = Literal["lazy", "proxy", "full"]

@@ -21,9 +21,9 @@ from app.common.offload import off_loop
 from app.common.redaction import redact
 from app.common.schema_check import first_error
 from app.config import Config, McpServerConfig
-from app.mcp.client.catalog import unknown_always_load
+from app.mcp.client.catalog_build import unknown_always_load
 from app.mcp.client.chatter import Dropped
-from app.mcp.client.limits import Listing, bounded_listing
+from app.mcp.client.listing_limits import Listing, bounded_listing
 from app.mcp.client.pipe import list_tools
 from app.mcp.client.server_log import ServerLog
 from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping

@@ -17,10 +17,10 @@ from app.common.identity import ANONYMOUS, Identity
 from app.common.offload import off_loop
 from app.config import Config, McpServerConfig
 from app.core.catalog import Catalog
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 from app.mcp.client.chatter import Dropped
 from app.mcp.client.connection import ServerConnection
-from app.mcp.client.identities import connect_all
+from app.mcp.client.per_identity import connect_all
 from app.mcp.client.pool import ServerPool
 from app.mcp.client.results import error_text, redacted, result_text
 from app.mcp.client.server_log import quiet_sdk_logs

@@ -15,7 +15,7 @@ from app.config import load_config
 from app.discovery.cache import mcp_groups
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import SemanticSearch
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 from tests.support import ROOT, SERVERS, free_port, load_example
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")

@@ -23,7 +23,7 @@ from app.discovery.embeddings import EmbeddingError, EndpointEmbedder
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 from tests.support import (
     GatewayFactory,
     Upstream,

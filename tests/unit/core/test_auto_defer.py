@@ -16,7 +16,7 @@ from fastmcp import Client, Context, FastMCP
 from app.common import tokens
 from app.config import ConfigError, load_config, parse_config
 from app.fronts.mcp.server import McpFront
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 from tests.support import ROOT, Upstream, chat_body, completion, load_example, make_config
 
 DEMO = json.loads((ROOT / "config.json").read_text())["mcpServers"]

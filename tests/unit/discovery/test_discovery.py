@@ -14,7 +14,7 @@ from app.discovery.cache import mcp_groups
 from app.discovery.index import describe_locations, tokenize
 from app.discovery.manifest import ManifestGroup, manifest_text
 from app.discovery.search import Discovery, run_search
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 from tests.support import make_config
 
 

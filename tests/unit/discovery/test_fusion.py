@@ -19,7 +19,7 @@ from app.discovery.hybrid import sentences
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 
 # Words that mean the same to the stand-in model, while keywords see different words.
 CONCEPTS = (

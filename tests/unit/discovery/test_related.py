@@ -12,7 +12,7 @@ from app.discovery.cache import mcp_groups
 from app.discovery.manifest import manifest_text
 from app.discovery.related import object_noun, related_tools, with_related
 from app.discovery.search import Discovery, run_search
-from app.mcp.client.catalog import build_catalog, meta_tags
+from app.mcp.client.catalog_build import build_catalog, meta_tags
 from tests.support import make_config
 
 

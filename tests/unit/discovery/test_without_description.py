@@ -12,7 +12,7 @@ from app.discovery.cache import mcp_groups
 from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import tool_text
-from app.mcp.client.catalog import build_catalog
+from app.mcp.client.catalog_build import build_catalog
 
 
 def _tool(name: str, description: str, **parameters: str) -> Any:

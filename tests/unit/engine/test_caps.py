@@ -132,10 +132,10 @@ async def test_searches_and_a_large_answer_are_worked_off_the_event_loop(
     of hundreds of calls) are sized by input: they run in the worker pool, so the loop serves others meanwhile."""
     import threading
 
-    from app.providers import answers
+    from app.providers import answer_checks
 
     threads: dict[str, list[str]] = {"search": [], "check": []}
-    run_search, problem = request_tools.run_search, answers.problem
+    run_search, problem = request_tools.run_search, answer_checks.problem
 
     def searched(*args: Any, **kwargs: Any) -> Any:
         threads["search"].append(threading.current_thread().name)

@@ -12,7 +12,7 @@ import pytest
 
 from app.common.identity import Identity
 from app.config.identities import IdentityLimits
-from app.engine.limits import Limiter, LimitExceeded
+from app.engine.admission import Limiter, LimitExceeded
 from app.engine.metrics import Metrics
 from app.store import Key, MemoryStore
 from tests.support import Upstream, chat_body, completion, free_port, make_config

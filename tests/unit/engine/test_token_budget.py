@@ -13,10 +13,10 @@ import pytest
 from app.common.identity import Identity
 from app.config.identities import IdentityLimits
 from app.core.model import CallFragment, ChatRequest, ClientTool, Delta, Message, Options, ToolSpec, Usage
+from app.engine.admission import DAY, LimitExceeded
 from app.engine.caller import Caller
 from app.engine.events import ContentDelta
 from app.engine.gateway import Gateway
-from app.engine.limits import DAY, LimitExceeded
 from app.store import Key
 from tests.support import make_config
 from tests.support.engine import ScriptedProvider

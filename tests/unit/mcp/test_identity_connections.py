@@ -10,7 +10,7 @@ import pytest
 
 from app.common.identity import Identities, Identity
 from app.config import ConfigError, McpServerConfig, parse_config
-from app.mcp.client.identities import IdentityConnections, as_identity, lister
+from app.mcp.client.per_identity import IdentityConnections, as_identity, lister
 from app.mcp.client.state import ServerUnavailable
 
 SERVER = {"url": "http://mcp.test/mcp", "headers": {"Authorization": "Bearer ${identity.GH}", "X-Static": "s"}}

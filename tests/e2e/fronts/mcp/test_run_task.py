@@ -159,7 +159,7 @@ async def _set(event: asyncio.Event) -> None:
 
 def test_the_record_names_a_search_by_name_or_server_as_such() -> None:
     from app.engine.events import SearchDone
-    from app.engine.tasks import TaskReport
+    from app.engine.task_runner import TaskReport
 
     report = TaskReport("done", "stop", 2, None, searches=[SearchDone(None, ("notes__create_note",), False)])
     assert "searched by tool name or server: notes__create_note" in report.text()

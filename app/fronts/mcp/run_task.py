@@ -1,4 +1,4 @@
-"""`run_task` on the MCP front: the tool an MCP client calls to hand the gateway a whole task (app/engine/tasks.py
+"""`run_task` on the MCP front: the tool an MCP client calls to hand the gateway a whole task (app/engine/task_runner.py
 runs it, through the engine's one entry), with progress notifications as the task's searches and tool calls
 happen."""
 
@@ -15,7 +15,7 @@ from app.config import Config
 from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.engine.caller import Caller
 from app.engine.events import CallRefused, Event, McpCallFinished, McpCallStarted, SearchDone
-from app.engine.tasks import TaskRunner
+from app.engine.task_runner import TaskRunner
 from app.fronts.mcp.clients import calling_client
 
 RUN_TASK_NAME = "run_task"
