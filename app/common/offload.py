@@ -17,6 +17,7 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
+OFF_LOOP_BYTES = 256 * 1024  # JSON past this size is encoded, decoded or checked in a thread (milliseconds)
 WORKERS = 2
 THREAD_PREFIX = "toolsift-work"
 _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=THREAD_PREFIX)
@@ -27,6 +28,14 @@ async def off_loop(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) 
     context = contextvars.copy_context()
     call = functools.partial(context.run, function, *args, **kwargs)
     return await asyncio.get_running_loop().run_in_executor(_pool, call)
+
+
+async def in_thread_if_large(size: int, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`function` in a thread when what it works on (`size` bytes, about) is past `OFF_LOOP_BYTES`; in place
+    otherwise, where a thread hop would cost more than the work."""
+    if size > OFF_LOOP_BYTES:
+        return await asyncio.to_thread(function, *args, **kwargs)
+    return function(*args, **kwargs)
 
 
 class Lane:

@@ -148,7 +148,7 @@ class Gateway:
             hosted, dropped = hosted_tools(request, route.provider, config)
             session = session_for(caller.identity, caller.session_id, request.session_id, config.max_session_id_chars)
             spliced = await self.rounds.splice(caller.identity, request.messages)  # what it ran before, upstream
-            if spliced.restored or spliced.missing:
+            if spliced.messages is not request.messages:
                 request = replace(request, messages=spliced.messages)
             meter = self._meter(request, route, caller)
             admission = await self.limits.admit(  # 429 before any event
@@ -182,7 +182,7 @@ class Gateway:
                             spans.observe(trace, event)
                             await self._remember(session, tools, loop.tools_called)
                             if loop.kept is not None:
-                                await self.rounds.keep(caller.identity, loop.kept_id, loop.kept)
+                                await self.rounds.keep(caller.identity, loop.kept)
                             await _settle(admission, meter)
                         yield event
             finally:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from app.common.identity import Identity
+from app.common.offload import in_thread_if_large
 from app.core.model import JsonObject, Message, Native, Part, ToolCall
 from app.store import Key, Store, StoreUnavailable, dump_json, load_json, unavailable_level
 
@@ -32,7 +32,6 @@ NAMESPACE = "rounds"  # in Redis: toolsift:rounds:<identity>:<call id>
 MARK = "_tsr"  # a returned call id's mark: MARK and CHECK hex digits of its digest
 CHECK = 6
 MAX_ID = 64  # the longest call id the APIs take (Responses `call_id`); an id with no room is not marked
-OFF_LOOP_BYTES = 256 * 1024  # larger rounds are encoded and decoded in a worker thread
 GONE_NOTE = (
     "Note from the gateway: before the next assistant turn, this gateway ran tools itself in this conversation "
     "(tool searches and tool calls whose results the client does not keep), and that record has expired, so it "
@@ -43,20 +42,21 @@ GONE_NOTE = (
 
 @dataclass(frozen=True, slots=True)
 class KeptRounds:
-    """A request's own rounds (its assistant turns and tool results, in order) and the tools its searches found."""
+    """A request's own rounds (its assistant turns and tool results, in order) and the tools its searches found,
+    kept under `call_id`: the first call returned after them (marked)."""
 
     messages: list[Message]
     found: list[str]
+    call_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Spliced:
-    """A client's history as the upstream is sent it: kept rounds back in place, notes where they were gone."""
+    """A client's history as the upstream is sent it: kept rounds back in place, notes where they were gone
+    (`messages` is the client's own list when it had no marked call)."""
 
     messages: list[Message]
     found: list[str]
-    restored: int = 0
-    missing: int = 0
 
 
 def mark(call_id: str) -> str:
@@ -94,11 +94,12 @@ class RoundKeeper:
         self.store = store
         self.ttl = ttl_seconds
 
-    async def keep(self, owner: Identity, call_id: str, kept: KeptRounds) -> bool:
-        size = sum(len(message.text()) + len(str(message.extra)) for message in kept.messages)
-        raw: bytes = await _sized(size, _encode, kept)
+    async def keep(self, owner: Identity, kept: KeptRounds) -> bool:
+        """Encoded in a thread: rounds hold MCP results and an upstream's own blocks, of any size, and sizing them
+        first would be the same walk."""
+        raw = await asyncio.to_thread(_encode, kept)
         try:
-            stored = await self.store.put(_key(owner, call_id), raw, self.ttl)
+            stored = await self.store.put(_key(owner, kept.call_id), raw, self.ttl)
         except StoreUnavailable as exc:
             log.log(unavailable_level(exc), "rounds %s", exc)
             return False
@@ -107,54 +108,48 @@ class RoundKeeper:
         return stored
 
     async def splice(self, owner: Identity, messages: list[Message]) -> Spliced:
-        """`messages` with every kept round back before the assistant turn whose marked call followed it."""
-        turns = [
-            (index, ids)
+        """`messages` with every kept round back before the assistant turn whose marked call followed it. Rounds
+        are kept under a turn's first marked call, so that is the one looked up: one read a turn at most."""
+        turns = {
+            index: first
             for index, message in enumerate(messages)
-            if message.role == "assistant" and (ids := [call.id for call in message.tool_calls if marked(call.id)])
-        ]
+            if message.role == "assistant"
+            and (first := next((call.id for call in message.tool_calls if marked(call.id)), None))
+        }
         if not turns:
             return Spliced(messages, [])
-        found = await asyncio.gather(*(self._first(owner, ids) for _, ids in turns))
-        at = {index: kept for (index, _), kept in zip(turns, found, strict=True)}
+        found = await asyncio.gather(*(self._read(owner, call_id) for call_id in turns.values()))
+        at = dict(zip(turns, found, strict=True))
         result: list[Message] = []
         tools: list[str] = []
-        restored = missing = 0
         for index, message in enumerate(messages):
             if index in at:
                 kept = at[index]
                 if kept is None:
-                    missing += 1
                     result.append(Message("system", GONE_NOTE))
                 else:
-                    restored += 1
                     result.extend(kept.messages)
                     tools.extend(name for name in kept.found if name not in tools)
             result.append(message)
-        return Spliced(result, tools, restored, missing)
+        return Spliced(result, tools)
 
-    async def _first(self, owner: Identity, ids: list[str]) -> KeptRounds | None:
-        for call_id in ids:
-            try:
-                raw = await self.store.get(_key(owner, call_id))
-            except StoreUnavailable as exc:
-                log.log(unavailable_level(exc), "rounds %s", exc)
-                return None
-            if raw is not None:
-                try:
-                    kept: KeptRounds = await _sized(len(raw), _decode, raw)
-                except (ValueError, KeyError, TypeError):  # written by another version: as good as gone
-                    return None
-                return kept
-        return None
+    async def _read(self, owner: Identity, call_id: str) -> KeptRounds | None:
+        try:
+            raw = await self.store.get(_key(owner, call_id))
+        except StoreUnavailable as exc:
+            log.log(unavailable_level(exc), "rounds %s", exc)
+            return None
+        if raw is None:
+            return None
+        try:
+            kept: KeptRounds = await in_thread_if_large(len(raw), _decode, raw)
+        except (ValueError, KeyError, TypeError):  # written by another version: as good as gone
+            return None
+        return kept
 
 
 def _key(owner: Identity, call_id: str) -> Key:
     return Key(NAMESPACE, owner.id, call_id)
-
-
-async def _sized(size: int, function: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(function, *args) if size > OFF_LOOP_BYTES else function(*args)
 
 
 def _encode(kept: KeptRounds) -> bytes:

@@ -83,7 +83,6 @@ class ChatLoop:
     identity: Identity = ANONYMOUS  # whose credentials a server that acts as each caller uses
     cache: CacheAccount = field(default_factory=CacheAccount)  # what discovery did to the bill
     kept: KeptRounds | None = None  # rounds it ran before ending on client calls, for the gateway to keep
-    kept_id: str = ""  # under the first returned call's (marked) id
     _wrote_content: bool = False  # some round's text went to the client
     _in_round_text: bool = False  # this round's text has begun
 
@@ -215,8 +214,7 @@ class ChatLoop:
             client = [replace(call, id=renamed[call.id]) for call in client]
             if turn.extra is not None:  # its blocks or items name the calls too, and a client may send them back
                 rename_ids(turn.extra.value, renamed)
-            self.kept = KeptRounds(own, list(self.tools.found_by_search))
-            self.kept_id = client[0].id
+            self.kept = KeptRounds(own, list(self.tools.found_by_search), client[0].id)
         for index, call in enumerate(client):
             yield ClientToolCall(index, call)
 

@@ -10,14 +10,12 @@ behind a load balancer share them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from app.common.errors import GatewayError
 from app.common.identity import Identities, Identity
+from app.common.offload import in_thread_if_large
 from app.config import ResponsesStoreConfig
 from app.core.model import JsonObject
 from app.store import Key, Store, Stores, StoreUnavailable, dump_json, load_json, unavailable_level
@@ -26,7 +24,6 @@ log = logging.getLogger("toolsift.responses")
 NAMESPACE = "response"
 UNAVAILABLE = "the response store is unavailable"
 TOO_LARGE = "the response is larger than the response store keeps for this key"
-OFF_LOOP_BYTES = 256 * 1024  # larger conversations are encoded and decoded in a worker thread (milliseconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +35,6 @@ class StoredResponse:
     items: list[JsonObject]
     tools: list[str]
     size: int = 0  # its JSON's length in bytes, as read from the store
-
-
-async def _off_loop_if_large(size: int, function: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(function, *args) if size > OFF_LOOP_BYTES else function(*args)
 
 
 def _encode(stored: StoredResponse) -> bytes:
@@ -72,7 +65,7 @@ class ResponseStore:
         is (its request bodies), to encode a large one off-loop."""
         if not self.store.available():
             return UNAVAILABLE
-        raw: bytes = await _off_loop_if_large(size_hint, _encode, stored)
+        raw: bytes = await in_thread_if_large(size_hint, _encode, stored)
         try:
             kept = await self.store.put(_key(owner, str(stored.response["id"])), raw, self.ttl)
         except StoreUnavailable as exc:
@@ -91,7 +84,7 @@ class ResponseStore:
             raise _unavailable(exc) from None
         if raw is None:
             return None
-        found: StoredResponse = await _off_loop_if_large(len(raw), _decode, raw)
+        found: StoredResponse = await in_thread_if_large(len(raw), _decode, raw)
         return found
 
     async def delete(self, owner: Identity, response_id: str) -> bool:

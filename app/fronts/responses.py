@@ -23,6 +23,7 @@ from app.codecs.responses.requests import chat_request, request_tools
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
 from app.common.errors import GatewayError
 from app.common.identity import Identity
+from app.common.offload import OFF_LOOP_BYTES
 from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, ToolSpec
 from app.engine.answer import Answer
 from app.engine.events import (
@@ -34,7 +35,7 @@ from app.engine.events import (
     ReasoningBlock,
     ReasoningDelta,
 )
-from app.engine.responses_store import OFF_LOOP_BYTES, UNAVAILABLE, ResponseStore, StoredResponse
+from app.engine.responses_store import UNAVAILABLE, ResponseStore, StoredResponse
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_pages import Page, listed

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from app.common import strict_json
 from app.common.errors import GatewayError
+from app.common.offload import in_thread_if_large
 from app.config import ProviderConfig
 from app.core.model import Delta, UpstreamRequest, WireFormat
 from app.providers.answer_checks import problem
@@ -130,9 +131,7 @@ class HttpProvider:
         (hundreds of tool calls, up to `max_response_bytes`) takes tens of milliseconds or more: off the event loop."""
         response = await self._send_with_retries(path, body, False, headers)
         content = response.content
-        if len(content) > 256 * 1024:
-            return await asyncio.to_thread(self._decoded, content, check)
-        return self._decoded(content, check)
+        return await in_thread_if_large(len(content), self._decoded, content, check)
 
     def _decoded(self, content: bytes, check: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
         payload = parse_json(content)

@@ -95,9 +95,10 @@ class ScriptedUpstream:
     async def _messages(self, request: Request) -> Response:
         """The same script, spoken as Anthropic's Messages API. A message thread is refused (and recorded, using no
         reply), as a deployment without the threads beta refuses it: the SDKs' tool runners then go on without."""
-        if "thread" in json.loads(await request.body()):
+        asked = json.loads(await request.body())
+        if "thread" in asked:
             with self._lock:
-                self.requests.append(json.loads(await request.body()))
+                self.requests.append(asked)
                 self.headers.append(dict(request.headers))
             details = {"error_code": "thread_unsupported_request", "unsupported": ["thread"]}
             error = {

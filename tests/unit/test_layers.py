@@ -181,6 +181,16 @@ def test_third_party_packages_independent_parts_and_private_names_keep_their_pla
     assert not problems, "\n".join(problems)
 
 
+def _planted(folder: Path, plants: dict[str, str]) -> dict[Path, str]:
+    """Each planted module's source written to `folder`, by path, with the module name it stands for."""
+    names: dict[Path, str] = {}
+    for module, source in plants.items():
+        path = folder / f"{module.replace('.', '_')}.py"
+        path.write_text(source, encoding="utf-8")
+        names[path] = module
+    return names
+
+
 def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
     plants = {
         "app.engine.web": "from starlette.requests import Request\n",
@@ -189,11 +199,7 @@ def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
         "app.providers.ranked": "if TYPE_CHECKING:\n    from app.discovery.search import Discovery\n",
         "app.fronts.peek": "from app.server.edge import _loopback\n",
     }
-    names: dict[Path, str] = {}
-    for module, source in plants.items():
-        path = tmp_path / f"{module.replace('.', '_')}.py"
-        path.write_text(source, encoding="utf-8")
-        names[path] = module
+    names = _planted(tmp_path, plants)
     problems = _rule_violations(sorted(names), names.__getitem__)
     assert len(problems) == len(plants), problems
     assert any("app.engine.web imports starlette" in problem for problem in problems)
@@ -297,11 +303,7 @@ def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
         "app.fronts.peeking": "def count(gateway):\n    return len(gateway.limits._reserved)\n",
         "app.engine.reaching": "def hold(front):\n    return front.clients._changing\n",
     }
-    names: dict[Path, str] = {}
-    for module, source in plants.items():
-        path = tmp_path / f"{module.replace('.', '_')}.py"
-        path.write_text(source, encoding="utf-8")
-        names[path] = module
+    names = _planted(tmp_path, plants)
     problems = _boundary_violations(sorted(names), names.__getitem__)
     assert len(problems) == len(plants), problems
     for expected in ("app.fronts.upstream imports app.providers.base: a front goes through the engine",
