@@ -13,6 +13,7 @@ import pytest
 
 from app.common import tracing
 from app.config import Config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from bench.common import start_redis
@@ -93,7 +94,7 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
             targets = {name: load_example(name).mcp for name in config.mcp_servers if (SERVERS / f"{name}.py").exists()}
         gateway = Gateway(config, mcp_targets=targets)
         await gateway.start()
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(gateway)), base_url="http://gw")
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(Engine(gateway))), base_url="http://gw")
         started.append((gateway, client))
         return client, gateway
 

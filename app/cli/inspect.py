@@ -25,15 +25,9 @@ from app.discovery.cache import DiscoveryCache
 from app.discovery.queries import QueryBudget
 from app.discovery.search import prepare_search
 from app.engine.build import build_gateway, running
+from app.engine.discovery_views import every_discovery, model_discovery
 from app.engine.gateway import Gateway
-from app.fronts.inspection import (
-    check_server,
-    every_discovery,
-    manifest_report,
-    model_discovery,
-    search_report,
-    tool_rows,
-)
+from app.fronts.inspection import check_server, manifest_report, search_report, tool_rows
 from app.mcp.client.state import ServerState
 from app.store.eviction import eviction_problem
 

@@ -15,6 +15,7 @@ import uvicorn
 
 from app.cli import load_or_exit
 from app.config import Config, config_warnings
+from app.engine.api import Engine
 from app.engine.build import build_gateway
 from app.server.app import create_app
 from app.server.client_timeouts import TimedHttpProtocol
@@ -81,7 +82,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(counters, ignore_errors=True)
         return 0
-    uvicorn.run(create_app(build_gateway(config, own_process=True)), log_config=None, **options)
+    uvicorn.run(create_app(Engine(build_gateway(config, own_process=True))), log_config=None, **options)
     return 0
 
 
@@ -107,4 +108,4 @@ def worker_app() -> Any:
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = load_or_exit(os.environ["TOOLSIFT_CONFIG"])
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
-    return create_app(build_gateway(config, own_process=True))
+    return create_app(Engine(build_gateway(config, own_process=True)))

@@ -13,14 +13,11 @@ from app.common import tokens
 from app.common.errors import RequestRefused
 from app.config import Config
 from app.core.catalog import Catalog, select_mcp_tools
-from app.core.model import ChatRequest, Options
-from app.discovery.cache import DiscoveryCache
 from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget, read_queries
 from app.discovery.search import Discovery, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
-from app.engine.request_tools import prepare_request_tools
 
 
 def tool_rows(
@@ -41,17 +38,6 @@ def tool_rows(
         for entry in select_mcp_tools(catalog, config, tool_set)
         if server is None or entry.server == server
     ]
-
-
-def model_discovery(catalog: Catalog, config: Config, tool_set: str | None, cache: DiscoveryCache) -> Discovery | None:
-    """The deferred tools a request with `tool_set` (and no tools of its own) searches: the model's view."""
-    request = ChatRequest("-", [], [], Options(), tool_set=tool_set)
-    return prepare_request_tools(catalog, config, request, cache).discovery
-
-
-def every_discovery(catalog: Catalog, config: Config, tool_set: str | None, cache: DiscoveryCache) -> Discovery | None:
-    """Every MCP tool of `tool_set`, loaded or deferred, searchable as one (`cache` built with `everything`)."""
-    return cache.get(catalog, tool_set, select_mcp_tools(catalog, config, tool_set))
 
 
 def check_server(config: Config, server: str | None) -> None:

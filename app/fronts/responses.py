@@ -35,7 +35,7 @@ from app.engine.events import (
     ReasoningBlock,
     ReasoningDelta,
 )
-from app.engine.responses_store import UNAVAILABLE, ResponseStore, StoredResponse
+from app.engine.api import UNAVAILABLE, ResponseStore, StoredResponse
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_pages import Page, listed

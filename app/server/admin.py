@@ -16,11 +16,10 @@ from starlette.responses import JSONResponse, Response
 
 from app.common.errors import RequestRefused, error_body
 from app.config import SEARCH_RESULTS_HARD_CAP
-from app.discovery.cache import DiscoveryCache
 from app.discovery.queries import QueryBudget
 from app.discovery.search import Discovery, prepare_search
-from app.engine.gateway import Gateway
-from app.fronts.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
+from app.engine.api import Engine
+from app.fronts.inspection import manifest_report, search_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import loopback
 
@@ -47,15 +46,14 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
 
 
 class AdminApi:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.every = DiscoveryCache(semantic=gateway.semantic, everything=True)
-        config = gateway.config
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        config = engine.config
         self.api_keys = [key.encode() for key in config.auth.gateway_keys()]
         self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
 
     def _unavailable(self, request: Request) -> JSONResponse | None:
-        if not self.gateway.config.console.enabled:
+        if not self.engine.config.console.enabled:
             return _error(404, "The console is turned off (console.enabled).", "console_disabled")
         if not self.api_keys and not self.admin_keys and not loopback(request.scope):
             message = "Without gateway keys the console is served on loopback only: set auth.admin_keys."
@@ -99,13 +97,13 @@ class AdminApi:
         return answer
 
     async def _servers(self, _: Request) -> dict[str, Any]:
-        servers = [{"name": name, **health} for name, health in self.gateway.mcp.health().items()]
-        return {"servers": servers, "search": self.gateway.semantic.status()}
+        servers = [{"name": name, **health} for name, health in self.engine.health().items()]
+        return {"servers": servers, "search": self.engine.search_status()}
 
     async def _tools(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
-        config = self.gateway.config
-        tools = tool_rows(self.gateway.mcp.catalog, config, tool_set, _text(request, "server"))
+        config = self.engine.config
+        tools = tool_rows(self.engine.catalog, config, tool_set, _text(request, "server"))
         return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
 
     async def _manifest(self, request: Request) -> dict[str, Any]:
@@ -117,11 +115,11 @@ class AdminApi:
         queries = [value.strip() for value in request.query_params.getlist("query") if value.strip()]
         if not queries:
             raise RequestRefused("'query' is required: the words to search for.", param="query", code="missing_query")
-        config = self.gateway.config
+        config = self.engine.config
         limit = _number(request, "k", config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
         discovery = self._discovery(tool_set)
-        every = every_discovery(self.gateway.mcp.catalog, config, tool_set, self.every)
+        every = self.engine.every_discovery(tool_set)
         most = config.max_queries_per_search
         # The queries' vectors off the event loop, in one batch, as for a model.
         await prepare_search(discovery or every, {"queries": queries}, QueryBudget(most))
@@ -129,16 +127,15 @@ class AdminApi:
         return {"query": queries[0], **report}
 
     async def _requests(self, request: Request) -> dict[str, Any]:
-        recent = self.gateway.recent
-        return {"requests": recent.latest(_number(request, "limit", 50, 10_000))}
+        return {"requests": self.engine.recent_requests(_number(request, "limit", 50, 10_000))}
 
     async def _metrics(self, _: Request) -> dict[str, Any]:
         totals: dict[str, float] = {}
-        for family in self.gateway.metrics.registry.collect():
+        for family in self.engine.metrics_registry.collect():
             for sample in family.samples:
                 if sample.name.endswith(("_total", "_count")):
                     totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
-        recent = self.gateway.recent.latest()
+        recent = self.engine.recent_requests()
         names = ("requests", "rounds", "search_calls", "tools_discovered", "tools_prefetched", "tool_tokens_saved",
                  "cache_hits_lost", "upstream_cached_tokens", "upstream_cache_write_tokens")  # fmt: skip
         headline = {name: int(totals.get(f"toolsift_{name}_total", 0)) for name in names}
@@ -149,8 +146,7 @@ class AdminApi:
         return headline
 
     def _discovery(self, tool_set: str | None) -> Discovery | None:
-        gateway = self.gateway
-        return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
+        return self.engine.discovery(tool_set)
 
 
 def _text(request: Request, name: str) -> str | None:

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from app.engine.gateway import Gateway
+from app.engine.api import Engine
 from app.server.auth import ApiKeyMiddleware, Operators
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.endpoints import Endpoints, Handler
@@ -31,23 +31,23 @@ CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 
-def create_app(gateway: Gateway) -> ASGIApp:
-    mcp_front = HttpFront(gateway)
-    endpoints = Endpoints(gateway, mcp_front)
+def create_app(engine: Engine) -> ASGIApp:
+    mcp_front = HttpFront(engine)
+    endpoints = Endpoints(engine, mcp_front)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        await gateway.start()
+        await engine.start()
         try:
             async with mcp_front.lifespan():
                 yield
         finally:
-            await gateway.stop()
+            await engine.stop()
 
     router: list[BaseRoute] = []
     direct: dict[tuple[str, str], ASGIApp] = {}
     mounts: list[tuple[str, ASGIApp]] = []
-    for entry in routes(gateway.config.api_docs):
+    for entry in routes(engine.config.api_docs):
         if entry.mount:
             mounts.append((entry.path, endpoints.app(entry.handler)))
             continue
@@ -57,7 +57,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
             direct.update({(method, entry.path): _bare(handler) for method in entry.methods})
     routed = Starlette(routes=router, exception_handlers={HTTPException: _unrouted}, lifespan=lifespan)
     dispatch = Dispatch(direct, mounts, routed)
-    return _guarded(dispatch, gateway)
+    return _guarded(dispatch, engine)
 
 
 async def _unrouted(request: Request, exc: Exception) -> Response:
@@ -120,14 +120,14 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
-def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
+def _guarded(app: ASGIApp, engine: Engine) -> ASGIApp:
     """Every path behind, outermost first: request id, origin and host checks (before any work); CORS, so that
     preflights from allowed origins are answered without a key; gateway keys; JSON-only bodies. Every answer
     leaves through the one redaction point (app/server/redacting.py)."""
-    config = gateway.config
+    config = engine.config
     app = JsonBodies(app)
-    if gateway.identities:
-        app = ApiKeyMiddleware(app, gateway.identities, Operators(config.auth))
+    if engine.identities:
+        app = ApiKeyMiddleware(app, engine.identities, Operators(config.auth))
     if config.cors_origins:
         app = CORSMiddleware(
             app,

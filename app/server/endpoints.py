@@ -16,7 +16,7 @@ from starlette.types import ASGIApp
 
 from app.common.errors import GatewayError, error_body
 from app.common.identity import identity_of
-from app.engine.gateway import Gateway
+from app.engine.api import Engine
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
 from app.server.admin import AdminApi
@@ -32,14 +32,14 @@ TITLE = "toolsift"
 
 
 class Endpoints:
-    def __init__(self, gateway: Gateway, mcp: HttpFront) -> None:
-        self.gateway = gateway
-        self.config = gateway.config
+    def __init__(self, engine: Engine, mcp: HttpFront) -> None:
+        self.engine = engine
+        self.config = engine.config
         self.mcp = mcp
         self.chat_front = ChatCompletionsFront()
         self.messages_front = MessagesFront()
-        self.responses = ResponsesApi(gateway)
-        self.admin = AdminApi(gateway)
+        self.responses = ResponsesApi(engine)
+        self.admin = AdminApi(engine)
         self.operators = Operators(self.config.auth)
 
     def handler(self, name: str) -> Handler:
@@ -56,30 +56,30 @@ class Endpoints:
         return found
 
     async def chat(self, request: Request) -> Response:
-        return await serve(self.gateway, request, self.chat_front)
+        return await serve(self.engine, request, self.chat_front)
 
     async def messages(self, request: Request) -> Response:
-        return await serve(self.gateway, request, self.messages_front)
+        return await serve(self.engine, request, self.messages_front)
 
     async def count_tokens(self, request: Request) -> Response:
-        return await serve_count(self.gateway, request, self.messages_front)
+        return await serve_count(self.engine, request, self.messages_front)
 
     async def healthz(self, request: Request) -> Response:
         """Probes ask without a key, so this names no identity: a server with a connection per identity shows how
         many are open; an admin key (as in the admin API's `/admin/servers`) sees whose."""
-        servers = self.gateway.mcp.health()
+        servers = self.engine.health()
         if not self.operators.present(request.scope):
             servers = {name: _unnamed(server) for name, server in servers.items()}
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
         status = "ok" if up else "degraded"
-        return JSONResponse({"status": status, "servers": servers, "search": self.gateway.semantic.status()})
+        return JSONResponse({"status": status, "servers": servers, "search": self.engine.search_status()})
 
     async def readyz(self, _: Request) -> Response:
         """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
         variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
         make the gateway unready."""
         problems = []
-        if not self.gateway.started:
+        if not self.engine.started:
             problems.append("starting")
         unable = self.config.provider_problems()
         if unable is not None:
@@ -90,9 +90,9 @@ class Endpoints:
     async def metrics(self, request: Request) -> Response:
         """Every series for an admin key (a scraper's) or without gateway keys; a gateway key sees the gateway's
         own series and its identity's, never another identity's."""
-        everything = not self.gateway.identities or self.operators.present(request.scope)
+        everything = not self.engine.identities or self.operators.present(request.scope)
         only = None if everything else identity_of(request.scope).id
-        return Response(exposition(self.gateway.metrics, only), media_type=METRICS_CONTENT_TYPE)
+        return Response(exposition(self.engine.metrics_registry, only), media_type=METRICS_CONTENT_TYPE)
 
     async def models(self, request: Request) -> Response:
         """The aliases the caller may ask for (an identity with `models` sees those of its list)."""
@@ -126,7 +126,7 @@ class Endpoints:
         """A model look-up counts against the caller's requests a minute (it holds no concurrency slot and spends
         no upstream tokens); the 429 when that is reached, else None."""
         try:
-            await self.gateway.limits.admit(identity_of(request.scope), hold=False, spends=False)
+            await self.engine.admit(identity_of(request.scope), hold=False, spends=False)
         except GatewayError as exc:
             return JSONResponse(exc.body(), exc.status, headers=exc.headers())
         return None
