@@ -29,6 +29,7 @@ from app.engine.discovery_views import every_discovery, model_discovery
 from app.engine.gateway import Gateway
 from app.fronts.inspection import check_server, manifest_report, search_report, tool_rows
 from app.mcp.client.state import ServerState
+from app.store import Stores
 from app.store.eviction import eviction_problem
 
 
@@ -66,7 +67,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
     counters = config.limits_redis_url()
-    evicting = await eviction_problem(counters) if counters else None
+    evicting = await _eviction(counters) if counters else None
     if evicting is not None:
         print(f"warning: {evicting}", file=sys.stderr)
     print(scaling_line(config), file=sys.stderr)
@@ -165,3 +166,12 @@ async def search(config: Config, args: argparse.Namespace) -> int:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
     return render.search(report, args.queries, args.explain)
+
+
+async def _eviction(url: str) -> str | None:
+    """The counters' Redis asked for its eviction policy, on a client closed again at once."""
+    stores = Stores(timeout=2.0)
+    try:
+        return await eviction_problem(stores.client(url))
+    finally:
+        await stores.aclose()

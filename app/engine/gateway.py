@@ -97,7 +97,7 @@ class Gateway:
         self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
         self._tools_changed()
-        await self.limits.check_store(self.config.limits_redis_url())
+        await self.limits.check_store(self.stores, self.config.limits_redis_url())
         self.started = True
 
     def _prepare_discovery(self, catalog: Catalog) -> None:

@@ -26,6 +26,7 @@ from app.common.identity import Identity
 from app.common.offload import OFF_LOOP_BYTES
 from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, ToolSpec
 from app.engine.answer import Answer
+from app.engine.api import UNAVAILABLE, ResponseStore, StoredResponse
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -35,7 +36,6 @@ from app.engine.events import (
     ReasoningBlock,
     ReasoningDelta,
 )
-from app.engine.api import UNAVAILABLE, ResponseStore, StoredResponse
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_pages import Page, listed
