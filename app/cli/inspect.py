@@ -22,12 +22,11 @@ from app.common.errors import RequestRefused
 from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
-from app.discovery.queries import QueryBudget
-from app.discovery.search import prepare_search
 from app.engine.build import build_gateway, running
 from app.engine.discovery_views import every_discovery, model_discovery
+from app.engine.explained_search import explained_search
 from app.engine.gateway import Gateway
-from app.fronts.inspection import check_server, manifest_report, search_report, tool_rows
+from app.fronts.inspection import check_server, manifest_report, tool_rows
 from app.mcp.client.state import ServerState
 from app.store import Stores
 from app.store.eviction import eviction_problem
@@ -157,11 +156,11 @@ async def search(config: Config, args: argparse.Namespace) -> int:
             return 2
     if discovery is None:
         print("no deferred tools: the model gets every tool as is, without search_tools", file=sys.stderr)
-    most = config.max_queries_per_search
-    await prepare_search(discovery or every, {"queries": args.queries}, QueryBudget(most))
     limit = args.k or config.tool_discovery.max_search_results
     try:
-        report = search_report(discovery, args.queries, args.server, limit, every, most)
+        report = await explained_search(
+            discovery, every, args.queries, args.server, limit, config.max_queries_per_search
+        )
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ from app.engine.admission import Admission
 from app.engine.caller import Caller
 from app.engine.discovery_views import every_discovery, model_discovery
 from app.engine.events import Event
+from app.engine.explained_search import explained_search
 from app.engine.gateway import Gateway
 from app.engine.loop import CallPolicy
 from app.engine.mcp_clients import Client, ClientView
@@ -68,16 +69,11 @@ class Engine:
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
         self._serving = McpServing(gateway)
+        # What the edge reads of the configuration: attributes, not calls, on every request's path.
+        self.config: Config = gateway.config
+        self.identities: Identities = gateway.identities
 
-    # The gateway's life and what the edge reads of its configuration.
-
-    @property
-    def config(self) -> Config:
-        return self._gateway.config
-
-    @property
-    def identities(self) -> Identities:
-        return self._gateway.identities
+    # The gateway's life.
 
     @property
     def started(self) -> bool:
@@ -207,6 +203,15 @@ class Engine:
         """The search a model gets for `tool_set` (None: nothing is deferred)."""
         gateway = self._gateway
         return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
+
+    async def explain_search(
+        self, tool_set: str | None, queries: list[str], server: str | None, limit: int
+    ) -> dict[str, Any]:
+        """The model's search for `queries` over `tool_set`, explained (RequestRefused for an unknown server)."""
+        most = self.config.max_queries_per_search
+        return await explained_search(
+            self.discovery(tool_set), self.every_discovery(tool_set), queries, server, limit, most
+        )
 
     def every_discovery(self, tool_set: str | None) -> Discovery | None:
         """A search over every tool of `tool_set`, deferred or not (the console's and the CLI's)."""

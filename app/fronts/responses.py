@@ -41,6 +41,7 @@ from app.fronts.responses_items import ResponseCall, response_json, response_of_
 from app.fronts.responses_pages import Page, listed
 from app.fronts.responses_stream import ResponsesStream
 from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
+from app.fronts.shapes import OPENAI, ErrorShape
 from app.fronts.sse_wire import KEEPALIVE
 
 log = logging.getLogger("toolsift.stream")
@@ -69,6 +70,7 @@ class ResponsesFront:
     """`POST /v1/responses`; stored responses for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}`."""
 
     name = "responses"
+    shape: ErrorShape = OPENAI  # how its clients read an error: its own and those the edge answers
     keepalive = KEEPALIVE
 
     def __init__(self, store: ResponseStore) -> None:
@@ -195,7 +197,7 @@ class ResponsesFront:
         return render_stream(events, stream, store)
 
     def error(self, error: GatewayError) -> JsonObject:
-        return error.body()
+        return self.shape.failure(error)
 
     def answered(self, error: GatewayError) -> GatewayError:
         return error

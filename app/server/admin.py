@@ -16,10 +16,8 @@ from starlette.responses import JSONResponse, Response
 
 from app.common.errors import RequestRefused, error_body
 from app.config import SEARCH_RESULTS_HARD_CAP
-from app.discovery.queries import QueryBudget
-from app.discovery.search import Discovery, prepare_search
 from app.engine.api import Engine
-from app.fronts.inspection import manifest_report, search_report, tool_rows
+from app.fronts.inspection import manifest_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import loopback
 
@@ -108,7 +106,7 @@ class AdminApi:
 
     async def _manifest(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
-        return {"tool_set": tool_set, **manifest_report(self._discovery(tool_set))}
+        return {"tool_set": tool_set, **manifest_report(self.engine.discovery(tool_set))}
 
     async def _search(self, request: Request) -> dict[str, Any]:
         """One `query`, or several (`query` repeated) searched as one `search_tools` call of several queries."""
@@ -118,12 +116,7 @@ class AdminApi:
         config = self.engine.config
         limit = _number(request, "k", config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
-        discovery = self._discovery(tool_set)
-        every = self.engine.every_discovery(tool_set)
-        most = config.max_queries_per_search
-        # The queries' vectors off the event loop, in one batch, as for a model.
-        await prepare_search(discovery or every, {"queries": queries}, QueryBudget(most))
-        report = search_report(discovery, queries, _text(request, "server"), limit, every, most)
+        report = await self.engine.explain_search(tool_set, queries, _text(request, "server"), limit)
         return {"query": queries[0], **report}
 
     async def _requests(self, request: Request) -> dict[str, Any]:
@@ -144,9 +137,6 @@ class AdminApi:
         headline["recent_requests"] = len(recent)
         headline["recent_likely_misses"] = sum(item["likely_miss"] for item in recent)
         return headline
-
-    def _discovery(self, tool_set: str | None) -> Discovery | None:
-        return self.engine.discovery(tool_set)
 
 
 def _text(request: Request, name: str) -> str | None:

@@ -5,8 +5,9 @@ This is the one declaration: the app (app/server/app.py) builds its dispatcher f
 routing, without the framework's routing and exception layers (a pass-through chat request spends about a tenth of
 its CPU there otherwise); its other methods still get the router's 405. A `mount` answers everything under its
 path, any method. Handlers are named, not imported, so the table stays data; app/server/endpoints.py resolves them.
+Each front's surface takes the error shape the front carries (`Front.shape`).
 
-To add a front: a `Surface` (its prefix and error shape) and its entries here, its handler in endpoints.py.
+To add a front: a `Surface` (its prefix and its front's shape) and its entries here, its handler in endpoints.py.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.server.shapes import AnthropicShape, ErrorShape, ErrorShapes, JsonRpcShape, OpenAIShape, Surface
+from app.fronts.chat_completions import ChatCompletionsFront
+from app.fronts.mcp.server import McpFront
+from app.fronts.messages import MessagesFront
+from app.fronts.responses import ResponsesFront
+from app.fronts.shapes import OPENAI, ErrorShape
+from app.server.shapes import ErrorShapes, Surface
 
-OPENAI, ANTHROPIC, JSONRPC = OpenAIShape(), AnthropicShape(), JsonRpcShape()
-
-CHAT = Surface("chat_completions", "/v1/chat/completions", OPENAI)
-RESPONSES = Surface("responses", "/v1/responses", OPENAI)
-MESSAGES = Surface("messages", "/v1/messages", ANTHROPIC)
-MCP = Surface("mcp", "/mcp", JSONRPC)
+# Each front's surface takes the error shape the front carries.
+CHAT = Surface("chat_completions", "/v1/chat/completions", ChatCompletionsFront.shape)
+RESPONSES = Surface("responses", "/v1/responses", ResponsesFront.shape)
+MESSAGES = Surface("messages", "/v1/messages", MessagesFront.shape)
+MCP = Surface("mcp", "/mcp", McpFront.shape)
 MODELS = Surface("models", "/v1/models", OPENAI)
 CONSOLE = Surface("console", "/console", OPENAI)
 ADMIN = Surface("admin", "/admin", OPENAI)

@@ -40,6 +40,7 @@ from app.fronts.mcp.clients import calling_client
 from app.fronts.mcp.redacted_results import RedactedResults
 from app.fronts.mcp.run_task import RunTask
 from app.fronts.mcp.tools import ForwardedTool, ProxyCall, SearchTool
+from app.fronts.shapes import JSONRPC, ErrorShape
 
 Mode = Literal["lazy", "proxy", "full"]
 
@@ -59,6 +60,8 @@ class Served:
 class McpFront:
     """One MCP server over the gateway's catalog for one tool set: its tools follow the backends, and each
     client is told when its list changed."""
+
+    shape: ErrorShape = JSONRPC  # every refusal of a JSON-RPC message: a JSON-RPC error
 
     def __init__(
         self, engine: Engine, mode: Mode, tool_set: ToolScope = None, note: str = "", auth: Any = None
