@@ -8,8 +8,9 @@ every tool and recent queries: with gateway keys on it takes admin keys only (an
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -44,6 +45,8 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
 
 
 class AdminApi:
+    VIEWS: ClassVar[tuple[AdminView, ...]]  # the JSON views, each at /admin/<its name>
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         config = engine.config
@@ -79,36 +82,32 @@ class AdminApi:
         name, kind = PAGES[request.url.path]
         return Response((ASSETS / name).read_bytes(), media_type=kind, headers=SHELL_HEADERS)
 
-    def endpoint(self, name: str) -> Any:
-        handler = getattr(self, f"_{name}")
+    async def answer(self, view: AdminView, request: Request) -> Response:
+        """A view's JSON, behind the admin keys' check; a bad parameter is a 400 naming it."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        try:
+            body = await view(self, request)
+        except RequestRefused as exc:
+            return _error(400, exc.message, exc.code or "invalid_request", exc.param)
+        return JSONResponse(body, headers={"cache-control": "no-store"})
 
-        async def answer(request: Request) -> Response:
-            refused = self._refused(request)
-            if refused is not None:
-                return refused
-            try:
-                body = await handler(request)
-            except RequestRefused as exc:
-                return _error(400, exc.message, exc.code or "invalid_request", exc.param)
-            return JSONResponse(body, headers={"cache-control": "no-store"})
-
-        return answer
-
-    async def _servers(self, _: Request) -> dict[str, Any]:
+    async def servers(self, _: Request) -> dict[str, Any]:
         servers = [{"name": name, **health} for name, health in self.engine.health().items()]
         return {"servers": servers, "search": self.engine.search_status()}
 
-    async def _tools(self, request: Request) -> dict[str, Any]:
+    async def tools(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
         config = self.engine.config
         tools = tool_rows(self.engine.catalog, config, tool_set, _text(request, "server"))
         return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
 
-    async def _manifest(self, request: Request) -> dict[str, Any]:
+    async def manifest(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
         return {"tool_set": tool_set, **manifest_report(self.engine.discovery(tool_set))}
 
-    async def _search(self, request: Request) -> dict[str, Any]:
+    async def search(self, request: Request) -> dict[str, Any]:
         """One `query`, or several (`query` repeated) searched as one `search_tools` call of several queries."""
         queries = [value.strip() for value in request.query_params.getlist("query") if value.strip()]
         if not queries:
@@ -119,10 +118,10 @@ class AdminApi:
         report = await self.engine.explain_search(tool_set, queries, _text(request, "server"), limit)
         return {"query": queries[0], **report}
 
-    async def _requests(self, request: Request) -> dict[str, Any]:
+    async def requests(self, request: Request) -> dict[str, Any]:
         return {"requests": self.engine.recent_requests(_number(request, "limit", 50, 10_000))}
 
-    async def _metrics(self, _: Request) -> dict[str, Any]:
+    async def metrics(self, _: Request) -> dict[str, Any]:
         totals: dict[str, float] = {}
         for family in self.engine.metrics_registry.collect():
             for sample in family.samples:
@@ -151,3 +150,8 @@ def _number(request: Request, name: str, default: int, most: int) -> int:
     if not raw.strip().isdigit() or not 1 <= int(raw) <= most:
         raise RequestRefused(f"'{name}' must be a whole number from 1 to {most}.", param=name, code="invalid_number")
     return int(raw)
+
+
+AdminView = Callable[[AdminApi, Request], Awaitable[dict[str, Any]]]
+AdminApi.VIEWS = (AdminApi.servers, AdminApi.tools, AdminApi.manifest, AdminApi.search, AdminApi.requests,
+                  AdminApi.metrics)  # fmt: skip

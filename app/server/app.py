@@ -6,8 +6,10 @@ Each front's requests run through one pipeline (app/server/serve.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -21,11 +23,13 @@ from starlette.websockets import WebSocket
 from app.engine.api import Engine
 from app.server.auth import ApiKeyMiddleware, Operators
 from app.server.edge import EdgeGuard, JsonBodies
-from app.server.endpoints import Endpoints, Handler
+from app.server.endpoints import Endpoints
 from app.server.mcp_http import HttpFront
 from app.server.redacting import RedactedAnswers
-from app.server.routes import routes, shape_for
+from app.server.routes import OPEN_PATHS, OPERATOR_VIEWS, Handler, Mount, openapi, routes
+from app.server.surfaces import shape_for
 
+TITLE = "toolsift"
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
@@ -33,7 +37,7 @@ CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 def create_app(engine: Engine) -> ASGIApp:
     mcp_front = HttpFront(engine)
-    endpoints = Endpoints(engine, mcp_front)
+    endpoints = Endpoints(engine, mcp_front, openapi(TITLE), TITLE)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -49,9 +53,10 @@ def create_app(engine: Engine) -> ASGIApp:
     mounts: list[tuple[str, ASGIApp]] = []
     for entry in routes(engine.config.api_docs):
         if entry.mount:
-            mounts.append((entry.path, endpoints.app(entry.handler)))
+            mount = cast(Mount, entry.handler)
+            mounts.append((entry.path, mount(endpoints)))
             continue
-        handler = endpoints.handler(entry.handler)
+        handler = partial(cast(Handler, entry.handler), endpoints)
         router.append(Route(entry.path, handler, methods=list(entry.methods)))
         if entry.direct:
             direct.update({(method, entry.path): _bare(handler) for method in entry.methods})
@@ -66,7 +71,7 @@ async def _unrouted(request: Request, exc: Exception) -> Response:
     return JSONResponse(shape_for(request.url.path).unrouted(exc.status_code, str(exc.detail)), exc.status_code)
 
 
-def _bare(handler: Handler) -> ASGIApp:
+def _bare(handler: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
     """A handler as an ASGI app of its own: it reads and limits its body itself and answers every error in its
     front's shape, so it needs none of the router's layers."""
 
@@ -127,7 +132,7 @@ def _guarded(app: ASGIApp, engine: Engine) -> ASGIApp:
     config = engine.config
     app = JsonBodies(app)
     if engine.identities:
-        app = ApiKeyMiddleware(app, engine.identities, Operators(config.auth))
+        app = ApiKeyMiddleware(app, engine.identities, Operators(config.auth), OPEN_PATHS, OPERATOR_VIEWS)
     if config.cors_origins:
         app = CORSMiddleware(
             app,

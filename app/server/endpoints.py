@@ -1,18 +1,16 @@
-"""The handlers the route table (app/server/routes.py) names: the fronts' POSTs through the common pipeline
-(app/server/serve.py), the models list, health, readiness and metrics, and the docs; the Responses API's, the
-console's and the MCP front's own handlers are resolved here from their modules.
+"""The handlers the route table (app/server/routes.py) holds: the fronts' POSTs through the common pipeline
+(app/server/serve.py), the models list, health, readiness and metrics, and the docs; and the parts that hold the
+Responses API's, the console's and the MCP front's own (`responses`, `admin`, `mcp`).
 
 One instance of each front per app: each handler holds the front it serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp
 
 from app.common.errors import GatewayError, error_body
 from app.common.identity import identity_of
@@ -24,16 +22,15 @@ from app.server.auth import Operators
 from app.server.mcp_http import HttpFront
 from app.server.observability import METRICS_CONTENT_TYPE, exposition
 from app.server.responses_routes import ResponsesApi
-from app.server.routes import openapi
 from app.server.serve import serve, serve_count
-
-Handler = Callable[[Request], Awaitable[Response]]
-TITLE = "toolsift"
 
 
 class Endpoints:
-    def __init__(self, engine: Engine, mcp: HttpFront) -> None:
+    def __init__(self, engine: Engine, mcp: HttpFront, openapi: dict[str, Any], title: str) -> None:
+        """`openapi`: the route table's document, served at /openapi.json as `title`."""
         self.engine = engine
+        self.openapi_document = openapi
+        self.title = title
         self.config = engine.config
         self.mcp = mcp
         self.chat_front = ChatCompletionsFront()
@@ -41,19 +38,6 @@ class Endpoints:
         self.responses = ResponsesApi(engine)
         self.admin = AdminApi(engine)
         self.operators = Operators(self.config.auth)
-
-    def handler(self, name: str) -> Handler:
-        """The handler a route table entry names: a method here, `responses.NAME`, `admin.page` or `admin.NAME`."""
-        group, _, member = name.partition(".")
-        if group == "admin":
-            return self.admin.page if member == "page" else self.admin.endpoint(member)
-        found: Handler = getattr(self.responses if group == "responses" else self, member or group)
-        return found
-
-    def app(self, name: str) -> ASGIApp:
-        """The ASGI app a mounted entry names (the MCP front)."""
-        found: ASGIApp = getattr(self, name)
-        return found
 
     async def chat(self, request: Request) -> Response:
         return await serve(self.engine, request, self.chat_front)
@@ -132,12 +116,12 @@ class Endpoints:
         return None
 
     async def openapi(self, _: Request) -> Response:
-        return JSONResponse(openapi(TITLE))
+        return JSONResponse(self.openapi_document)
 
     async def docs(self, _: Request) -> Response:
         from fastapi.openapi.docs import get_swagger_ui_html  # the page's HTML only; imported when docs are on
 
-        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{TITLE} - Swagger UI")
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{self.title} - Swagger UI")
 
 
 def _unnamed(server: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from app.core.catalog import ToolScope
 from app.engine.api import Engine
 from app.fronts.mcp.server import McpFront, Mode
 from app.server.edge import refuse_error
-from app.server.routes import MCP
+from app.server.surfaces import MCP
 
 PATH = MCP.prefix
 NO_IDENTITY_NOTE = (

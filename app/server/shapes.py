@@ -21,6 +21,7 @@ class Surface:
     name: str
     prefix: str
     shape: ErrorShape
+    operator: bool = False  # the operator's (console, admin API): every path under it guarded alike
 
 
 class ErrorShapes:

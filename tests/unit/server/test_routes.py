@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.fronts.shapes import ANTHROPIC, JSONRPC, OPENAI
-from app.server.routes import ROUTES, openapi, routes, shape_for
+from app.server.routes import ROUTES, openapi, routes
+from app.server.surfaces import shape_for
 
 
 @pytest.mark.parametrize(
