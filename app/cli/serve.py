@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +37,10 @@ WORKERS_NEED_REDIS = (
 def serve(config: Config, args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"error: --workers must be 1 or more, not {args.workers}", file=sys.stderr)
+        return 2
+    taken = port_taken(args.host, args.port)
+    if taken is not None:  # before any server connects: with a dozen servers that takes half a minute
+        print(f"error: {taken}", file=sys.stderr)
         return 2
     if args.workers > 1 and not config.store.redis_url:
         print(f"error: {WORKERS_NEED_REDIS.format(workers=args.workers)}", file=sys.stderr)
@@ -86,11 +92,37 @@ def serve(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def port_taken(host: str, port: int) -> str | None:
+    """Why the gateway cannot listen on `host`:`port` (already in use, or not an address here), or None. Asked by
+    binding it once, as the server will (with the same address reuse), then letting it go."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is already in use (another toolsift, or another server): stop it, or "
+                    f"choose another port with --port (make demo PORT={port + 1})"
+                )
+            return f"cannot listen on {host}:{port}: {exc.strerror}"
+    return None
+
+
 def demo(config: Config, args: argparse.Namespace) -> int:
     """The gateway on `config` with its providers replaced by the demo model, served beside it in this process."""
     from app.demo.launch import with_demo_model
     from app.demo.server import DemoModel
 
+    taken = port_taken(args.host, args.port)
+    if taken is not None:
+        print(f"error: {taken}", file=sys.stderr)
+        return 2
     model = DemoModel(max_body_bytes=config.max_request_bytes).start()
     print(
         f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
