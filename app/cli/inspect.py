@@ -53,7 +53,7 @@ async def connected(config: Config) -> AsyncIterator[Gateway]:
 
     manager.on_started = report
     if total and not live:
-        print(f"connecting {total} MCP servers...", file=sys.stderr)
+        print(f"connecting {total} MCP server{'' if total == 1 else 's'}...", file=sys.stderr)
     async with running(gateway, "inspect"):
         yield gateway
 

@@ -96,7 +96,10 @@ class ServerConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
         except TimeoutError:  # down with the cause; its attempt goes on, and it comes up when it answers
-            waited = f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake)"
+            waited = (
+                f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake; a server that "
+                "starts slowly needs a longer mcp_startup_timeout, or its own startup_timeout)"
+            )
             self._fail(self._cause(waited, handshake=False))
 
     async def _run(self) -> None:
