@@ -90,6 +90,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+CHATTY_LOGGERS = ("httpx", "httpx2", "mcp.server.streamable_http", "mcp.server.streamable_http_manager")
+
+
 def configure_logging(level: str, log_format: str) -> None:
     install_log_hooks()
     handler = logging.StreamHandler()
@@ -102,5 +105,9 @@ def configure_logging(level: str, log_format: str) -> None:
     library = logging.getLogger("fastmcp")
     library.handlers[:] = []
     library.propagate = True
-    # httpx logs every upstream call at INFO: a second line per round beside the gateway's one line per request.
-    logging.getLogger("httpx").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
+    # HTTP clients log every request at INFO (httpx for upstreams, the MCP library's httpx2 for remote MCP servers,
+    # several a call), and the MCP library each session it opens and ends: lines per request beside the gateway's
+    # one, at DEBUG only.
+    chatter = logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(chatter)
