@@ -94,6 +94,12 @@ def closed_because(transport: Any) -> str | None:
     return getattr(getattr(transport, "bounds", transport), "closed_because", None)
 
 
+def refusal(transport: Any) -> str | None:
+    """What a remote server's last HTTP error answer means, with the likely fix, when it gave one."""
+    bounds = getattr(transport, "bounds", None)
+    return bounds.refusal() if bounds is not None else None
+
+
 def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | None = None) -> str | None:
     """The cause of a failed start a person can fix, when one is visible from here; None otherwise."""
     if not config.command:
