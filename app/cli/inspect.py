@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from app.cli import render
 from app.cli.render import table
@@ -74,10 +75,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
         manager = gateway.mcp
         health = manager.health()
         deferral = manager.catalog.deferral
-    rows = [
-        (name, h["transport"], h["state"], h["tools"], "deferred" if h["deferred"] else "loaded", h["error"] or "")
-        for name, h in health.items()
-    ]
+    rows = [(name, h["transport"], h["state"], h["tools"], _status(h), h["error"] or "") for name, h in health.items()]
     print("config: ok")
     for line in render.table(rows, ["server", "transport", "state", "tools", "status", "error"]):
         print(line)
@@ -174,3 +172,10 @@ async def _eviction(url: str) -> str | None:
         return await eviction_problem(stores.client(url))
     finally:
         await stores.aclose()
+
+
+def _status(health: dict[str, Any]) -> str:
+    """How a server's tools reach the model: loaded or deferred when it is up; a server that is not serves none."""
+    if health["state"] == "up":
+        return "deferred" if health["deferred"] else "loaded"
+    return "disabled" if health["state"] == "disabled" else "down"

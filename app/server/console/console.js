@@ -93,6 +93,17 @@ function errorCell(server) {
   return td;
 }
 
+// Whether a server's tools reach the model loaded or deferred; a server that is not up serves neither, and says so
+// in the error colour.
+function statusCell(server) {
+  if (server.state === "up") {
+    const status = server.deferred ? "deferred" : "loaded";
+    return el("td", status, "status-" + status);
+  }
+  if (server.state === "disabled") return el("td", "disabled", "status-disabled");
+  return el("td", server.state === "connecting" ? "pending" : "down", "status-down");
+}
+
 const SEARCH_MODES = {
   hybrid: "keywords and meaning",
   embedding: "keywords only for now",
@@ -102,8 +113,7 @@ const SEARCH_MODES = {
 async function loadServers() {
   const data = await api("/admin/servers");
   fill("servers", data.servers.map((s) => row([
-    s.name, el("td", s.state, "state-" + s.state), s.transport, num(s.tools),
-    el("td", s.deferred ? "deferred" : "loaded", "status-" + (s.deferred ? "deferred" : "loaded")), errorCell(s),
+    s.name, el("td", s.state, "state-" + s.state), s.transport, num(s.tools), statusCell(s), errorCell(s),
   ], "server")));
   const search = data.search || {};
   const mode = SEARCH_MODES[search.mode] || search.mode || "?";

@@ -145,3 +145,40 @@ def test_sigterm_closes_every_mcp_child_process(tmp_path: Any) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_server_that_cannot_start_never_freezes_the_gateway_while_it_embeds_tools(tmp_path: Any) -> None:
+    """`toolsift serve` with a fresh cache (its worker thread embeds every tool at start) and a server whose command
+    is missing (respawned with backoff): each spawn was a fork while numpy's BLAS threads worked, and OpenBLAS's fork
+    handler waited on them with the event loop held, so about one start in two stopped answering for good."""
+    import json
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from tests.support import free_port, served_gateway
+
+    def server(name: str) -> dict[str, Any]:
+        return {"command": sys.executable, "args": [str(SERVERS / f"{name}.py")], "defer_loading": True}
+
+    config = {"mcpServers": {**{name: server(name) for name in ("weather", "finance", "notes", "textkit")},
+                             "ghost": {"command": "toolsift-no-such-server"}}}  # fmt: skip
+    path = Path(tmp_path) / "config.json"
+    path.write_text(json.dumps(config))
+    home = os.environ.get("TOOLSIFT_HOME")
+    os.environ["TOOLSIFT_HOME"] = str(Path(tmp_path) / "home")  # an empty cache: every tool is embedded at start
+    try:
+        with served_gateway(path, free_port()) as base:
+            answered = []
+            for _ in range(15):  # through the ghost's first respawns (1, 2, 4, 8 s) and the embedding
+                answered.append(httpx.get(f"{base}/healthz", timeout=20).status_code)
+                time.sleep(1)
+    finally:
+        if home is None:
+            os.environ.pop("TOOLSIFT_HOME", None)
+        else:
+            os.environ["TOOLSIFT_HOME"] = home
+    assert answered == [200] * 15

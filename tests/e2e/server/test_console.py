@@ -30,7 +30,7 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         "providers": {"up": {"base_url": scripted.base_url, "api_key": "sk-scripted", "max_retries": 0}},
         "models": {"fast": {"provider": "up", "model": "scripted"}},
         "mcpServers": {"weather": server("weather", False), "finance": server("finance", True),
-                       "notes": server("notes", True)},
+                       "notes": server("notes", True), "ghost": {"command": "toolsift-no-such-server"}},
         "auth": {"api_keys": [USER], "admin_keys": [ADMIN]},
     }  # fmt: skip
     path = tmp_path_factory.mktemp("console") / "config.json"
@@ -61,8 +61,14 @@ def test_console_in_headless_chromium(gateway: str, scripted: ScriptedUpstream, 
         page.fill("#key", ADMIN)
         page.click("#key-form button[type=submit]")
         servers = page.locator("#servers tbody tr.server")
-        expect(servers).to_have_count(3)
+        expect(servers).to_have_count(4)
         expect(page.locator("#servers")).to_contain_text("finance")
+        # A down server is down in its status too, in the error colour: never "loaded" in green.
+        ghost = servers.filter(has_text="ghost").locator("td")
+        expect(ghost.nth(4)).to_have_text("down")
+        error_colour = page.evaluate("getComputedStyle(document.querySelector('#servers td.error')).color")
+        assert ghost.nth(4).evaluate("cell => getComputedStyle(cell).color") == error_colour
+        expect(servers.filter(has_text="weather").locator("td").nth(4)).to_have_text("loaded")
         expect(page.locator("#tools tbody tr.tool").first).to_be_visible()
         expect(page.locator("#manifest-tokens")).to_contain_text("search_tools definition")
 
