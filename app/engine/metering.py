@@ -83,10 +83,10 @@ class TokenMeter:
                 self._calls += [event.call.name, event.call.arguments]
         elif isinstance(event, RoundFinished):
             usage = event.usage
-            reported = max(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens) if usage else 0
+            reported = max(usage.total_tokens, usage.input_tokens + usage.output_tokens) if usage else 0
             if reported > 0:  # the upstream's count, and its answer's tokens for the next round's prompt
                 self.spent += reported
-                answered, self._answer = max(usage.completion_tokens, 0) if usage else 0, []
+                answered, self._answer = max(usage.output_tokens, 0) if usage else 0, []
             else:
                 answered = self._answered()
                 if self._open or event.ok:

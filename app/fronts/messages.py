@@ -37,8 +37,8 @@ def message_json(answer: Answer, model: str) -> JsonObject:
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": stop_reason(answer.finish_reason, answer.stop_sequence),
-        "stop_sequence": answer.stop_sequence,
+        "stop_reason": stop_reason(answer.stop),
+        "stop_sequence": answer.stop.sequence,
         "usage": usage_json(answer.usage),
         "tool_discovery": answer.discovery.as_json(),
     }

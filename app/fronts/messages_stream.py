@@ -109,8 +109,8 @@ class MessagesStream:
             arguments = json.dumps(tool_input(call), ensure_ascii=False)
             out += [self._delta({"type": "input_json_delta", "partial_json": arguments}), *self._close()]
         delta = {
-            "stop_reason": stop_reason(finished.finish_reason, finished.stop_sequence),
-            "stop_sequence": finished.stop_sequence,
+            "stop_reason": stop_reason(finished.stop),
+            "stop_sequence": finished.stop.sequence,
         }
         usage = usage_json(finished.usage)
         out.append(event({"type": "message_delta", "delta": delta, "usage": usage}))

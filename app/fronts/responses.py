@@ -153,9 +153,7 @@ class ResponsesFront:
             answer = replace(answer, content=None, reasoning=None, tool_calls=[], extra=None, upstream_items=items)
         output = answer_output(answer, state)
         model = answer.meta.model or call.model
-        body = response_json(
-            state, model, output, "completed", answer.usage, answer.discovery, finish_reason=answer.finish_reason
-        )
+        body = response_json(state, model, output, "completed", answer.usage, answer.discovery, stop=answer.stop)
         await self.keep(call, body)
         return body
 

@@ -153,7 +153,7 @@ class ResponsesStream:
         out = [*self._close(), *self._sealed()]
         body = response_json(
             self.state, self.model, self.output, "completed", event.usage, event.discovery,
-            finish_reason=event.finish_reason,
+            stop=event.stop,
         )  # fmt: skip
         kind = "response.completed" if body["status"] == "completed" else "response.incomplete"
         self._last = (kind, self.sequence)

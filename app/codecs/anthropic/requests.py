@@ -396,10 +396,7 @@ def _assistant_blocks(message: Message) -> list[JsonObject]:
     if text:
         blocks.append({"type": "text", "text": text})
     for call in message.tool_calls:
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = {}
+        arguments = call.parsed
         arguments = arguments if isinstance(arguments, dict) else {}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
     return blocks

@@ -41,10 +41,12 @@ from app.codecs.responses.tools import (
     flat_name,
 )
 from app.common.errors import GatewayError
-from app.core.model import JsonObject, Message, Native, Part, ToolCall, Usage
+from app.core.model import JsonObject, Message, Native, Part, StopKind, StopReason, ToolCall, Usage
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reasons, as Responses says
+# The stop kinds a response is `incomplete` for, with Responses' reason; a reason not here reads as `max_tokens`.
+INCOMPLETE: dict[StopKind, str] = {"max_tokens": "max_output_tokens", "refused": "content_filter"}
+STOP_KINDS: dict[str, StopKind] = {reason: kind for kind, reason in INCOMPLETE.items()}
 SEALED = "toolsift.v1."  # what starts an `encrypted_content` the gateway made
 SEALED_FIELDS = ("reasoning_details",)  # an OpenAI-compatible upstream's own reasoning fields, sent back next turn
 CallItem = FunctionCallItem | CustomToolCallItem | LocalShellCallItem | ToolSearchCallItem
@@ -239,20 +241,35 @@ def function_call_item(call: ToolCall, status: str = "completed", ident: str | N
     return call_item(call, None, ident or item_id("fc"), status)
 
 
+def incomplete_reason(stop: StopReason | None) -> str | None:
+    """Why a response is incomplete (a Responses upstream's own reason as it came), or None: it is not."""
+    if stop is None:
+        return None
+    return stop.said_in("responses") or INCOMPLETE.get(stop.kind)
+
+
 def usage_json(usage: Usage | None) -> JsonObject | None:
+    """Usage in Responses' terms: the typed counts in their details objects (a cache write only when some upstream
+    reported one), beside what a Responses upstream said more."""
     if usage is None:
         return None
-    completion_details = usage.extra.get("completion_tokens_details")
-    cache = {"cached_tokens": usage.cache_read_tokens or 0, "cache_write_tokens": usage.cache_write_tokens or 0}
+    extra = usage.extra_in("responses")
+    cache = {"cached_tokens": usage.cache_read_tokens or 0}
+    if usage.cache_write_tokens is not None:
+        cache["cache_write_tokens"] = usage.cache_write_tokens
     return {
-        "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": cache,
-        "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": _count(completion_details, "reasoning_tokens")},
-        "total_tokens": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,
+        **extra,
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {**cache, **_details(extra, "input_tokens_details")},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {
+            "reasoning_tokens": usage.reasoning_tokens or 0,
+            **_details(extra, "output_tokens_details"),
+        },
+        "total_tokens": usage.total_tokens or usage.input_tokens + usage.output_tokens,
     }
 
 
-def _count(details: Any, name: str) -> int:
-    value = details.get(name) if isinstance(details, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _details(extra: JsonObject, name: str) -> JsonObject:
+    details = extra.get(name)
+    return details if isinstance(details, dict) else {}
