@@ -94,11 +94,21 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
             role = "system" if item.role == "developer" else item.role
             content = _content(item.content, index, role == "assistant")
             assistant = role == "assistant"
+            parts = _output_parts(item.content) if assistant else None
             messages.append(Message(role, content, reasoning=reasoning if assistant else None,
-                                    extra=carried if assistant else None))  # fmt: skip
+                                    extra=carried if assistant else None, native=parts))  # fmt: skip
             if assistant:
                 reasoning = carried = None
     return messages
+
+
+def _output_parts(content: str | list[dict[str, Any]]) -> Native | None:
+    """An assistant turn's parts as they came (annotations, logprobs, a refusal), for a Responses upstream; output
+    text has its `annotations`, which the upstream requires."""
+    if isinstance(content, str):
+        return None
+    parts = [{"annotations": [], **part} if part.get("type") == "output_text" else part for part in content]
+    return Native("responses", {"content": parts})
 
 
 def _open_turn(message: Message | None) -> bool:
@@ -249,14 +259,12 @@ def incomplete_reason(stop: StopReason | None) -> str | None:
 
 
 def usage_json(usage: Usage | None) -> JsonObject | None:
-    """Usage in Responses' terms: the typed counts in their details objects (a cache write only when some upstream
-    reported one), beside what a Responses upstream said more."""
+    """Usage in Responses' terms: the typed counts in their details objects, beside what a Responses upstream said
+    more."""
     if usage is None:
         return None
     extra = usage.extra_in("responses")
-    cache = {"cached_tokens": usage.cache_read_tokens or 0}
-    if usage.cache_write_tokens is not None:
-        cache["cache_write_tokens"] = usage.cache_write_tokens
+    cache = {"cached_tokens": usage.cache_read_tokens or 0, "cache_write_tokens": usage.cache_write_tokens or 0}
     return {
         **extra,
         "input_tokens": usage.input_tokens,
