@@ -61,3 +61,68 @@ def responses_round_trip(body: dict[str, Any]) -> dict[str, Any]:
 
 def path_of(name: str) -> Path:
     return CORPUS / name
+
+
+def anthropic_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """`message` as Anthropic streams it: each block opened, its text, thinking, signature, citations or input in
+    deltas, and closed; the stop and the end's own fields in `message_delta`."""
+    ending = ("stop_reason", "stop_sequence", "container", "stop_details")
+    start = {**message, "content": [], **{key: None for key in ending if key in message}}
+    start["usage"] = {**message["usage"], "output_tokens": 1}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        kind, deltas = block["type"], []
+        if kind == "text":
+            opened = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+            deltas += [{"type": "citations_delta", "citation": cited} for cited in block.get("citations") or ()]
+        elif kind == "thinking":
+            opened = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]  # fmt: skip
+        elif kind == "tool_use":
+            opened = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        else:
+            opened = block
+        events.append({"type": "content_block_start", "index": index, "content_block": opened})
+        events += [{"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    delta = {key: message[key] for key in ending if key in message}
+    events += [{"type": "message_delta", "delta": delta, "usage": message["usage"]}, {"type": "message_stop"}]
+    return events
+
+
+def sse_data(text: str) -> list[Any]:
+    """The JSON data of each event of an SSE body (`[DONE]` left out)."""
+    lines = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line) for line in lines if line != "[DONE]"]
+
+
+def message_of_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The message an Anthropic stream's events make, put together as the SDKs do."""
+    message: dict[str, Any] = {}
+    inputs: dict[int, str] = {}
+    for event in events:
+        kind = event["type"]
+        if kind == "message_start":
+            message = {**event["message"], "content": []}
+        elif kind == "content_block_start":
+            message["content"].append(dict(event["content_block"]))
+        elif kind == "content_block_delta":
+            block, delta = message["content"][event["index"]], event["delta"]
+            if delta["type"] == "input_json_delta":
+                inputs[event["index"]] = inputs.get(event["index"], "") + delta["partial_json"]
+            elif delta["type"] == "citations_delta":
+                block.setdefault("citations", []).append(delta["citation"])
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+            else:
+                field = "text" if delta["type"] == "text_delta" else "thinking"
+                block[field] += delta[field]
+        elif kind == "content_block_stop" and event["index"] in inputs:
+            message["content"][event["index"]]["input"] = json.loads(inputs.pop(event["index"]))
+        elif kind == "message_delta":
+            message.update(event["delta"])
+            message["usage"] = {**message["usage"], **event["usage"]}
+    return message

@@ -27,6 +27,7 @@ STOP_REASONS: dict[StopKind, str] = {
     "end": "end_turn", "stop_sequence": "stop_sequence", "pause": "pause_turn", "max_tokens": "max_tokens",
     "tool_calls": "tool_use", "refused": "refusal", "other": "end_turn",
 }  # fmt: skip
+MESSAGE_FIELDS = frozenset({"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"})
 USAGE_FIELDS = frozenset({"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"})
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 
