@@ -344,6 +344,7 @@ class Delta:
     """A piece of one round's answer. A plain (non-streamed) answer is one delta holding all of it."""
 
     content: str = ""
+    refusal: str = ""  # the model's refusal, streamed apart from its text (a chat upstream's `refusal`)
     reasoning: str = ""
     reasoning_field: str | None = None  # as in `Message`
     reasoning_summary: bool = False  # `reasoning` is a summary of the model's thinking (a Responses upstream's)

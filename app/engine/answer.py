@@ -16,6 +16,7 @@ from app.engine.events import (
     HostedCall,
     ReasoningBlock,
     ReasoningDelta,
+    RefusalDelta,
 )
 from app.engine.turn import merged_logprobs
 
@@ -35,11 +36,13 @@ class Answer:
     reasoning_blocks: list[Native] = field(default_factory=list)  # every round's, in order
     # Every round's reasoning blocks and hosted calls, in the order they came: a front of their format lists them.
     upstream_items: list[Native] = field(default_factory=list)
+    refusal: str | None = None  # said apart from the text (a chat upstream's)
 
 
 @dataclass
 class _Parts:
     content: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     reasoning_field: str | None = None
     calls: list[ToolCall] = field(default_factory=list)
@@ -55,6 +58,9 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
         if isinstance(event, ContentDelta):
             parts.content.append(event.text)
             parts.logprobs = merged_logprobs(parts.logprobs, event.logprobs)
+        elif isinstance(event, RefusalDelta):
+            parts.refusal.append(event.text)
+            parts.logprobs = merged_logprobs(parts.logprobs, event.logprobs)
         elif isinstance(event, ReasoningDelta):
             parts.reasoning.append(event.text)
             parts.reasoning_field = event.field
@@ -68,6 +74,7 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
         elif isinstance(event, Finished):
             return Answer(
                 content="".join(parts.content) or None,
+                refusal="".join(parts.refusal) or None,
                 reasoning="".join(parts.reasoning) or None,
                 reasoning_field=parts.reasoning_field,
                 tool_calls=parts.calls,

@@ -38,6 +38,15 @@ class ContentDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """The model's refusal, apart from its text (a chat upstream's `refusal`), for a front of a format that has
+    one."""
+
+    text: str
+    logprobs: JsonObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
     field: str | None = None  # the upstream's own name for it, for an edge of its format
@@ -180,6 +189,7 @@ Event = (
     Routed
     | RoundStarted
     | ContentDelta
+    | RefusalDelta
     | ReasoningDelta
     | ReasoningBlock
     | HostedCall

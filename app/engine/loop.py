@@ -48,6 +48,7 @@ from app.engine.events import (
     McpCallStarted,
     ReasoningBlock,
     ReasoningDelta,
+    RefusalDelta,
     RoundFinished,
     RoundStarted,
     SearchDone,
@@ -158,6 +159,8 @@ class ChatLoop:
                         yield HostedCall(call)
                     if delta.content:
                         yield self._content(delta.content, delta.logprobs)
+                    if delta.refusal:
+                        yield RefusalDelta(delta.refusal, None if delta.content else delta.logprobs)  # said once
             if not turn.started:  # an upstream that closed the stream without a single chunk
                 raise GatewayError(502, "The upstream closed the stream without any data.", "upstream_error")
         except GatewayError as exc:

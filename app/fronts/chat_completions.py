@@ -29,6 +29,7 @@ from app.engine.events import (
     Finished,
     KeepAlive,
     ReasoningDelta,
+    RefusalDelta,
     RoundStarted,
     Routed,
 )
@@ -45,6 +46,8 @@ def completion(answer: Answer, model: str) -> JsonObject:
     message: JsonObject = {"role": "assistant", "content": answer.content}
     if answer.extra is not None and answer.extra.format == "openai":
         message.update({key: value for key, value in answer.extra.value.items() if key not in READ_MESSAGE_FIELDS})
+    if answer.refusal is not None:
+        message["refusal"] = answer.refusal
     if answer.reasoning is not None:
         message[reasoning_field_of(answer.reasoning_field)] = answer.reasoning
     if answer.tool_calls:
@@ -97,10 +100,13 @@ class ChatStream:
                 return []
             self.committed, self.meta = True, event.meta
             self.model = event.meta.model or self.model
-            self.id = event.meta.id or self.id  # the upstream's own id, kept; one minted only when it gave none
+            self.id = event.meta.id or self.id  # the upstream's own id and time, kept; minted only when it gave none
+            self.created = event.meta.created or self.created
             return [""]  # the head goes out now; the first chunk waits until there is something to say
         if isinstance(event, ContentDelta):
             return [*self._start(""), self._chunk({"content": event.text}, logprobs=event.logprobs)]
+        if isinstance(event, RefusalDelta):
+            return [*self._start(None), self._chunk({"refusal": event.text}, logprobs=event.logprobs)]
         if isinstance(event, ReasoningDelta):
             return [*self._start(None), self._chunk({reasoning_field_of(event.field): event.text})]
         if isinstance(event, ClientToolCall):

@@ -126,3 +126,94 @@ def message_of_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             message.update(event["delta"])
             message["usage"] = {**message["usage"], **event["usage"]}
     return message
+
+
+CHUNK_FIELDS = ("id", "created", "model", "system_fingerprint", "service_tier")  # what every chunk repeats
+
+
+def chat_chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """`completion` as an OpenAI stream's chunks: text and refusal a token a chunk with its logprobs, reasoning,
+    each tool call's head then its arguments, the finish, then usage."""
+    base = {"object": "chat.completion.chunk", **{key: completion[key] for key in CHUNK_FIELDS if key in completion}}
+    choice, chunks = completion["choices"][0], []
+    message, logprobs = choice["message"], choice.get("logprobs") or {}
+
+    def chunk(delta: dict[str, Any], **more: Any) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, **more}]}
+
+    chunks.append(chunk({"role": "assistant", "content": ""}))
+    for field in ("reasoning_content", "reasoning"):
+        if message.get(field):
+            chunks.append(chunk({field: message[field]}))
+    for field in ("content", "refusal"):
+        tokens = logprobs.get(field) or []
+        if tokens:  # a token a chunk, its text as its logprob's token
+            for token in tokens:
+                other = "refusal" if field == "content" else "content"
+                chunks.append(chunk({field: token["token"]}, logprobs={field: [token], other: None}))
+        elif message.get(field):
+            chunks.append(chunk({field: message[field]}))
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}  # fmt: skip
+        chunks.append(chunk({"tool_calls": [head]}))
+        rest = {"index": index, "function": {"arguments": call["function"]["arguments"]}}
+        chunks.append(chunk({"tool_calls": [rest]}))
+    chunks.append(chunk({}, finish_reason=choice["finish_reason"]))
+    if "usage" in completion:
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
+def streamable(completion: dict[str, Any]) -> dict[str, Any]:
+    """What of a completion a stream can say: the fields every chunk repeats, the message's text, refusal, reasoning
+    and calls (a chunk has no annotations), logprobs, the finish and usage; nulls are things not said."""
+    choice = completion["choices"][0]
+    message = {key: value for key, value in choice["message"].items() if value is not None and key != "annotations"}
+    said = {key: completion[key] for key in CHUNK_FIELDS if completion.get(key) is not None}
+    result = {**said, "object": "chat.completion",
+              "choices": [{"index": 0, "message": message, "finish_reason": choice["finish_reason"]}]}  # fmt: skip
+    if choice.get("logprobs"):
+        result["choices"][0]["logprobs"] = choice["logprobs"]
+    if "usage" in completion:
+        result["usage"] = completion["usage"]
+    return result
+
+
+def completion_of_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The completion a stream's chunks make, put together as the SDKs do."""
+    said = {key: chunks[0][key] for key in CHUNK_FIELDS if chunks[0].get(key) is not None}
+    message: dict[str, Any] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    logprobs: dict[str, Any] = {}
+    choice: dict[str, Any] = {"index": 0}
+    usage = None
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for part in chunk["choices"]:
+            for key, value in part["delta"].items():
+                if key == "tool_calls":
+                    for piece in value:
+                        call = calls.setdefault(piece["index"], {"function": {"arguments": ""}})
+                        call.update({k: piece[k] for k in ("id", "type") if k in piece})
+                        call["function"]["name"] = piece.get("function", {}).get("name") or call["function"].get("name")
+                        call["function"]["arguments"] += piece.get("function", {}).get("arguments") or ""
+                elif isinstance(value, str) and key != "role":
+                    message[key] = message.get(key, "") + value
+                elif value is not None:
+                    message[key] = value
+            for key, tokens in (part.get("logprobs") or {}).items():
+                if tokens is not None:
+                    logprobs[key] = [*(logprobs.get(key) or []), *tokens]
+                else:
+                    logprobs.setdefault(key, None)
+            if part.get("finish_reason"):
+                choice["finish_reason"] = part["finish_reason"]
+    message = {key: value for key, value in message.items() if value != ""}
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    choice["message"] = message
+    if any(tokens for tokens in logprobs.values()):
+        choice["logprobs"] = logprobs
+    result = {**said, "object": "chat.completion", "choices": [choice]}
+    return {**result, "usage": usage} if usage is not None else result

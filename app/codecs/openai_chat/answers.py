@@ -76,6 +76,7 @@ def _typed_details(extra: JsonObject, name: str, typed: tuple[str, ...]) -> list
 def _meta(answer: JsonObject) -> ResponseMeta:
     fingerprint, tier = answer.get("system_fingerprint"), answer.get("service_tier")
     others = {key: value for key, value in answer.items() if key not in META_FIELDS and key != "tool_discovery"}
+    others |= {key: None for key in ("system_fingerprint", "service_tier") if key in answer and answer[key] is None}
     return ResponseMeta(
         id=str(answer.get("id") or ""),
         model=str(answer.get("model") or ""),
@@ -95,6 +96,7 @@ def delta_from_completion(completion: JsonObject) -> Delta:
     content = message.get("content")
     return Delta(
         content=content if isinstance(content, str) else "",
+        refusal=message["refusal"] if isinstance(message.get("refusal"), str) else "",
         reasoning=message.get(reasoning_field) or "" if reasoning_field else "",
         reasoning_field=reasoning_field,
         calls=[_fragment(index, call) for index, call in enumerate(message.get("tool_calls") or ())],
@@ -147,6 +149,8 @@ def delta_from_chunk(chunk: JsonObject, details: ReasoningDetails | None = None)
         wire = choice.get("delta") or {}
         if isinstance(wire.get("content"), str):
             delta.content = wire["content"]
+        if isinstance(wire.get("refusal"), str):
+            delta.refusal = wire["refusal"]
         for key in REASONING_FIELDS:
             if isinstance(wire.get(key), str) and wire[key]:
                 delta.reasoning, delta.reasoning_field = wire[key], key
