@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.codecs.responses.input import OWN_ITEMS
+from app.codecs.responses.input import OUTPUT_PARTS, OWN_ITEMS
 from app.codecs.responses.items import STOP_KINDS
 from app.codecs.responses.tools import LOCAL_SHELL, TOOL_SEARCH, action_arguments, custom_arguments, flat_name
 from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, StopReason, Usage, reported_count
@@ -104,15 +104,19 @@ def call_of(item: JsonObject) -> tuple[str, str, str] | None:
     return None
 
 
-def own(items: list[JsonObject]) -> Native | None:
-    """The upstream's own items of a turn, to send back with it (the `extra` of its delta)."""
-    return Native("responses", {OWN_ITEMS: items}) if items else None
+def own(items: list[JsonObject], parts: list[JsonObject] | None = None) -> Native | None:
+    """The upstream's own items of a turn, to send back with it (the `extra` of its delta), and its messages'
+    parts as they came (annotations, logprobs), for a Responses front's message item."""
+    if not items and not parts:
+        return None
+    return Native("responses", {OWN_ITEMS: items, **({OUTPUT_PARTS: parts} if parts else {})})
 
 
 def delta_from_response(response: JsonObject) -> Delta:
     """A whole `response` as one delta."""
     delta = Delta(usage=usage_in(response.get("usage")), meta=meta_of(response))
     kept: list[JsonObject] = []
+    parts: list[JsonObject] = []
     reasoning: list[str] = []
     for item in response.get("output") or ():
         kind, call = item.get("type"), call_of(item)
@@ -120,6 +124,7 @@ def delta_from_response(response: JsonObject) -> Delta:
             delta.calls.append(CallFragment(len(delta.calls), *call))
         elif kind == "message":
             delta.content += message_text(item)
+            parts += item.get("content") or []
         elif kind == "reasoning":
             text, delta.reasoning_summary = reasoning_of(item)
             reasoning += [text] if text else []
@@ -129,7 +134,7 @@ def delta_from_response(response: JsonObject) -> Delta:
             delta.hosted_calls.append(Native("responses", item))
             kept.append(item)
     delta.reasoning = PARAGRAPH.join(reasoning)
-    delta.extra = own(kept)
+    delta.extra = own(kept, parts)
     delta.stop = stop_of(response, bool(delta.calls))
     return delta
 
@@ -140,6 +145,7 @@ class StreamDecoder:
 
     calls: int = 0
     kept: list[JsonObject] = field(default_factory=list)  # the upstream's own items, for the turn's `extra`
+    parts: list[JsonObject] = field(default_factory=list)  # its messages' parts as they came, likewise
     streamed: set[int] = field(default_factory=set)  # output indexes whose text came in deltas
     part: tuple[int, int] | None = None  # the reasoning part last streamed: (output index, summary index)
     finished: bool = False
@@ -159,7 +165,7 @@ class StreamDecoder:
             self.finished = True
             response = event.get("response") or {}
             usage = usage_in(response.get("usage"))
-            return [Delta(stop=stop_of(response, self.calls > 0), usage=usage, extra=own(self.kept))]
+            return [Delta(stop=stop_of(response, self.calls > 0), usage=usage, extra=own(self.kept, self.parts))]
         return []  # item openings, argument deltas (each call is read whole as it ends), and event types added later
 
     def _reasoning(self, event: JsonObject, summary: bool) -> Delta:
@@ -178,6 +184,7 @@ class StreamDecoder:
             self.calls += 1
             return [Delta(calls=[CallFragment(self.calls - 1, *call)])]
         if kind == "message":
+            self.parts += item.get("content") or []
             text = message_text(item)
             return [Delta(content=text)] if text and index not in self.streamed else []
         self.kept.append(item)

@@ -16,6 +16,7 @@ from app.codecs.responses.tools import TOOL_SEARCH, custom_input, flat_name, sea
 from app.core.model import JsonObject, Message, Part, ToolCall, ToolSpec
 
 OWN_ITEMS = "items"  # the key of a turn's own Responses items in its `extra` (format `responses`)
+OUTPUT_PARTS = "parts"  # and of its messages' content parts, as the upstream gave them
 STATELESS = frozenset({"id"})  # what only a stored item means: the upstream refuses ids it never kept
 
 

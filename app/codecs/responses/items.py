@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from app.codecs.responses.compaction import compaction_message
-from app.codecs.responses.input import OWN_ITEMS
+from app.codecs.responses.input import OUTPUT_PARTS, OWN_ITEMS
 from app.codecs.responses.protocol import (
     CompactionItem,
     CustomToolCallItem,
@@ -241,6 +241,15 @@ def message_item(text: str, status: str = "completed", ident: str | None = None)
         "status": status,
         "content": [output_text(text)] if status == "completed" else [],
     }
+
+
+def upstream_parts(extra: Native | None, text: str) -> list[JsonObject] | None:
+    """A Responses upstream's message parts of a turn (`extra`), when they say all of `text` (its annotations and
+    logprobs kept); None when the text is more than theirs (earlier rounds', the gateway's own)."""
+    parts = extra.value.get(OUTPUT_PARTS) if extra is not None and extra.format == "responses" else None
+    if not isinstance(parts, list) or "".join(str(p.get("text") or p.get("refusal") or "") for p in parts) != text:
+        return None
+    return parts
 
 
 def output_text(text: str) -> JsonObject:

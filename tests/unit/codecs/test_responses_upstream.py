@@ -162,7 +162,7 @@ EXPECTED = {
     ],
     "blocks": [THOUGHT],
     "hosted": [SEARCH],
-    "extra": [{"items": [THOUGHT, SEARCH]}],
+    "extra": [{"items": [THOUGHT, SEARCH], "parts": ANSWER["output"][2]["content"]}],  # its message's parts too
     "finish": ["tool_calls"],
     "usage": [(30, 7)],
 }

@@ -1,13 +1,11 @@
 """A Responses upstream's answers reach a Responses client as the upstream gave them, plain and streamed, over the
 corpus (tests/unit/codecs/corpus/responses/answer_*.json): reasoning items with their `encrypted_content`, summary
-or full text, hosted calls (a web search with its sources), calls of the client's tools, the text, why a response
-is incomplete, and every usage figure.
+or full text, hosted calls (a web search with its sources), calls of the client's tools, the text in the
+message's own parts (annotations, logprobs, a refusal), why a response is incomplete, and every usage figure.
 
 What the gateway changes, stated: the response is its own (it stores it, under its own id, with the request's
 settings echoed), so each item has an id of that response, of the same kind as the upstream's (`rs_`, `ws_`,
-`fc_`, `msg_`), and the text is the gateway's message item (which says `completed`). Not yet carried: an
-upstream message's own parts (their annotations and logprobs); the corpus's have none, so this test does not
-claim them.
+`fc_`, `msg_`), and the text is one message item of the gateway's (which says `completed`).
 """
 
 from __future__ import annotations
