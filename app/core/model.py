@@ -8,6 +8,7 @@ untouched, for the edge of the same format to use.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,9 +38,26 @@ class Part:
 
 @dataclass(slots=True)
 class ToolCall:
+    """A call of a tool. `arguments` is the JSON text as the model wrote it, passed on unchanged (it may not be valid
+    JSON); `parsed` is that text read once, for code that looks inside."""
+
     id: str
     name: str
-    arguments: str  # JSON text, as the model wrote it (it may not be valid JSON)
+    arguments: str
+
+    @property
+    def parsed(self) -> Any:
+        """The arguments as a JSON value (no text at all is `{}`, a call without arguments), or None when they are
+        not valid JSON."""
+        return parsed_json(self.arguments or "{}")
+
+
+def parsed_json(text: str) -> Any:
+    """`text` as a JSON value, or None when it is not JSON (or nested too deep to read)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass(slots=True)
@@ -49,7 +67,7 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     reasoning: str | None = None
-    reasoning_field: str = "reasoning_content"  # the name an OpenAI-compatible upstream gave it
+    reasoning_field: str | None = None  # the upstream's own name for it, for an edge of its format (None: the default)
     native: Native | None = None  # the whole message as a front received it
     extra: Native | None = None  # an upstream's own fields of an answer it gave, beyond the typed ones
     loads: list[str] = field(default_factory=list)  # a tool result's deferred tools, which the upstream loads here
@@ -94,32 +112,40 @@ class ToolSpec:
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts; `extra` holds every other field an upstream reported (details, cost), summed alike.
+    """Token counts, in no wire format's names.
 
-    `prompt_tokens` counts every input token, as OpenAI does; the cache's share of them is typed apart, since it is
-    billed apart: `cache_read_tokens` read from the upstream's prompt cache (about 0.1x), `cache_write_tokens`
-    written to it (Anthropic's 1.25x). None is "not reported", so a front shows what the upstream showed.
+    `input_tokens` counts every input token; the cache's share of them is typed apart, since it is billed apart:
+    `cache_read_tokens` read from the upstream's prompt cache (about 0.1x), `cache_write_tokens` written to it
+    (Anthropic's 1.25x). `reasoning_tokens` is the share of `output_tokens` the model spent thinking. None is "not
+    reported", so a front shows what the upstream showed. `extra` holds every other field an upstream reported
+    (details, cost, a service tier), by the wire format it came in, for a front of that format; summed alike.
     """
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     total_tokens: int = 0
-    extra: JsonObject = field(default_factory=dict)
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    extra: dict[WireFormat, JsonObject] = field(default_factory=dict)
 
     def add(self, other: Usage) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
         self.total_tokens += other.total_tokens
-        self.extra = _summed(self.extra, other.extra)
         self.cache_read_tokens = _plus(self.cache_read_tokens, other.cache_read_tokens)
         self.cache_write_tokens = _plus(self.cache_write_tokens, other.cache_write_tokens)
+        self.reasoning_tokens = _plus(self.reasoning_tokens, other.reasoning_tokens)
+        for wire, values in other.extra.items():
+            self.extra[wire] = _summed(self.extra.get(wire, {}), values)
+
+    def extra_in(self, wire: WireFormat) -> JsonObject:
+        return self.extra.get(wire, {})
 
     @property
     def uncached_tokens(self) -> int:
-        """Input tokens neither read from nor written to the cache: Anthropic's `input_tokens`."""
-        return max(self.prompt_tokens - (self.cache_read_tokens or 0) - (self.cache_write_tokens or 0), 0)
+        """Input tokens neither read from nor written to the cache."""
+        return max(self.input_tokens - (self.cache_read_tokens or 0) - (self.cache_write_tokens or 0), 0)
 
 
 def _plus(total: int | None, more: int | None) -> int | None:
@@ -292,17 +318,38 @@ class ResponseMeta:
     extra: Native | None = None  # the upstream's other top-level fields, for a front of the same format
 
 
+StopKind = Literal["end", "max_tokens", "tool_calls", "stop_sequence", "refused", "pause", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class StopReason:
+    """Why an answer ended, in no wire format's words: it ended (`end`), ran out of tokens (`max_tokens`), calls
+    tools (`tool_calls`), met a stop sequence (`stop_sequence`, with the `sequence` when the upstream said which),
+    was refused or filtered (`refused`), paused a long turn to be continued (`pause`), or something no kind names
+    (`other`). `raw` is the upstream's own word for it in `format`, so a front of that format says exactly that
+    (one kind can have several words in a format, and `other` has only its word)."""
+
+    kind: StopKind = "end"
+    sequence: str | None = None
+    format: WireFormat | None = None
+    raw: str = ""
+
+    def said_in(self, wire: WireFormat) -> str | None:
+        """The upstream's own word, when it spoke `wire`."""
+        return self.raw if self.format == wire and self.raw else None
+
+
 @dataclass(slots=True)
 class Delta:
     """A piece of one round's answer. A plain (non-streamed) answer is one delta holding all of it."""
 
     content: str = ""
+    refusal: str = ""  # the model's refusal, streamed apart from its text (a chat upstream's `refusal`)
     reasoning: str = ""
-    reasoning_field: str = "reasoning_content"
+    reasoning_field: str | None = None  # as in `Message`
     reasoning_summary: bool = False  # `reasoning` is a summary of the model's thinking (a Responses upstream's)
     calls: list[CallFragment] = field(default_factory=list)
-    finish_reason: str | None = None
-    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream says which (Anthropic)
+    stop: StopReason | None = None  # why the round ended, in the delta that says so
     usage: Usage | None = None
     logprobs: JsonObject | None = None
     meta: ResponseMeta | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 
-from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import JsonObject, Native, ResponseMeta, StopReason, ToolCall, Usage
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -16,6 +16,7 @@ from app.engine.events import (
     HostedCall,
     ReasoningBlock,
     ReasoningDelta,
+    RefusalDelta,
 )
 from app.engine.turn import merged_logprobs
 
@@ -24,25 +25,26 @@ from app.engine.turn import merged_logprobs
 class Answer:
     content: str | None
     reasoning: str | None
-    reasoning_field: str
+    reasoning_field: str | None
     tool_calls: list[ToolCall]
-    finish_reason: str
+    stop: StopReason
     usage: Usage | None
     discovery: DiscoveryStats
     meta: ResponseMeta
     logprobs: JsonObject | None = None
     extra: Native | None = None
     reasoning_blocks: list[Native] = field(default_factory=list)  # every round's, in order
-    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream said which
     # Every round's reasoning blocks and hosted calls, in the order they came: a front of their format lists them.
     upstream_items: list[Native] = field(default_factory=list)
+    refusal: str | None = None  # said apart from the text (a chat upstream's)
 
 
 @dataclass
 class _Parts:
     content: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    reasoning_field: str = "reasoning_content"
+    reasoning_field: str | None = None
     calls: list[ToolCall] = field(default_factory=list)
     logprobs: JsonObject | None = None
     reasoning_blocks: list[Native] = field(default_factory=list)
@@ -55,6 +57,9 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
     async for event in events:
         if isinstance(event, ContentDelta):
             parts.content.append(event.text)
+            parts.logprobs = merged_logprobs(parts.logprobs, event.logprobs)
+        elif isinstance(event, RefusalDelta):
+            parts.refusal.append(event.text)
             parts.logprobs = merged_logprobs(parts.logprobs, event.logprobs)
         elif isinstance(event, ReasoningDelta):
             parts.reasoning.append(event.text)
@@ -69,10 +74,11 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
         elif isinstance(event, Finished):
             return Answer(
                 content="".join(parts.content) or None,
+                refusal="".join(parts.refusal) or None,
                 reasoning="".join(parts.reasoning) or None,
                 reasoning_field=parts.reasoning_field,
                 tool_calls=parts.calls,
-                finish_reason=event.finish_reason,
+                stop=event.stop,
                 usage=event.usage,
                 discovery=event.discovery,
                 meta=event.meta,
@@ -80,7 +86,6 @@ async def aggregate(events: AsyncIterable[Event]) -> Answer:
                 extra=event.extra,
                 reasoning_blocks=parts.reasoning_blocks,
                 upstream_items=parts.upstream_items,
-                stop_sequence=event.stop_sequence,
             )
         elif isinstance(event, Failed):
             raise event.error

@@ -49,7 +49,7 @@ class CacheAccount:
         names = [spec.name for spec in tools]
         if self._names is not None and names != self._names and self._prompt:
             self._lost += max(self._prompt - tool_tokens(self._tools), 0)
-        self._tools, self._names, self._prompt = tools, names, usage.prompt_tokens if usage is not None else 0
+        self._tools, self._names, self._prompt = tools, names, usage.input_tokens if usage is not None else 0
         if answered:
             self._kept_out += unsent_tool_tokens
         if usage is not None:

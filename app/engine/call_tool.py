@@ -51,10 +51,7 @@ Wrapped = Callable[[str], bool]  # whether calls of a tool go upstream as `call_
 def unwrap(call: ToolCall) -> tuple[ToolCall, str | None]:
     """A `call_tool` call as the call of the tool it names (same id, that tool's arguments as JSON), or the call
     itself and the error text the model reads instead."""
-    try:
-        outer = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
-        outer = None
+    outer = call.parsed
     if not isinstance(outer, dict):
         return call, (
             f"Error: the arguments for '{CALL_TOOL_NAME}' must be a JSON object: "
@@ -98,9 +95,8 @@ def _wrapped(message: Message, wrapped: Wrapped) -> Message:
 
 
 def _wrapped_call(call: ToolCall) -> ToolCall:
-    try:
-        arguments: Any = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
+    arguments: Any = call.parsed
+    if arguments is None:  # not JSON: the text as the model wrote it
         arguments = call.arguments
     return ToolCall(
         call.id, CALL_TOOL_NAME, json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.common.errors import GatewayError
-from app.core.model import JsonObject, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import JsonObject, Native, ResponseMeta, StopReason, ToolCall, Usage
 from app.engine.cache_account import CacheFigures
 
 
@@ -38,9 +38,18 @@ class ContentDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """The model's refusal, apart from its text (a chat upstream's `refusal`), for a front of a format that has
+    one."""
+
+    text: str
+    logprobs: JsonObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
-    field: str = "reasoning_content"
+    field: str | None = None  # the upstream's own name for it, for an edge of its format
     summary: bool = False  # a summary of the thinking (a Responses upstream's), not the thinking itself
 
 
@@ -161,12 +170,11 @@ class DiscoveryStats:
 class Finished:
     """The answer is complete: why it ended, usage summed over rounds, and what discovery did."""
 
-    finish_reason: str
+    stop: StopReason
     usage: Usage | None
     discovery: DiscoveryStats
     meta: ResponseMeta = field(default_factory=ResponseMeta)  # the last round's
     extra: Native | None = None  # the last round's upstream-native message fields (a refusal, annotations, ...)
-    stop_sequence: str | None = None  # the stop sequence that ended it, when the upstream said which
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +189,7 @@ Event = (
     Routed
     | RoundStarted
     | ContentDelta
+    | RefusalDelta
     | ReasoningDelta
     | ReasoningBlock
     | HostedCall

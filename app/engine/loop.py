@@ -26,6 +26,7 @@ from app.core.model import (
     JsonObject,
     Message,
     ResponseMeta,
+    StopReason,
     ToolCall,
     UpstreamRequest,
     Usage,
@@ -47,6 +48,7 @@ from app.engine.events import (
     McpCallStarted,
     ReasoningBlock,
     ReasoningDelta,
+    RefusalDelta,
     RoundFinished,
     RoundStarted,
     SearchDone,
@@ -113,18 +115,18 @@ class ChatLoop:
                 ]
                 meta = turn.meta or ResponseMeta(model=self.route.model)
                 if not calls:
-                    reason, stats = turn.finish_reason or "stop", self.discovery_stats()
-                    yield Finished(reason, usage, stats, meta, turn.extra, turn.stop_sequence)
+                    reason, stats = turn.stop or StopReason(), self.discovery_stats()
+                    yield Finished(reason, usage, stats, meta, turn.extra)
                     return
                 if ToolKind.CLIENT in kinds:
                     async for event in self._client_calls(runs, kinds, messages[start:], turn):
                         yield event
-                    yield Finished("tool_calls", usage, self.discovery_stats(), meta, turn.extra)
+                    yield Finished(StopReason("tool_calls"), usage, self.discovery_stats(), meta, turn.extra)
                     return
                 if self.rounds >= self.max_rounds:
                     self.round_limit_reached = True
                     yield self._limit_marker()
-                    yield Finished("length", usage, self.discovery_stats(), meta)
+                    yield Finished(StopReason("max_tokens"), usage, self.discovery_stats(), meta)
                     return
                 messages.append(turn.message(calls))
                 async for event in self._run_calls(runs, kinds, messages, problems):
@@ -157,6 +159,8 @@ class ChatLoop:
                         yield HostedCall(call)
                     if delta.content:
                         yield self._content(delta.content, delta.logprobs)
+                    if delta.refusal:
+                        yield RefusalDelta(delta.refusal, None if delta.content else delta.logprobs)  # said once
             if not turn.started:  # an upstream that closed the stream without a single chunk
                 raise GatewayError(502, "The upstream closed the stream without any data.", "upstream_error")
         except GatewayError as exc:
@@ -165,7 +169,7 @@ class ChatLoop:
             yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, ok=False)
             raise
         finally:
-            spans.round_finished(span, turn.meta, turn.usage, turn.finish_reason)
+            spans.round_finished(span, turn.meta, turn.usage, turn.stop)
         self.cache.round(upstream.tools, turn.usage, unsent, answered=True)
         yield RoundFinished(number, time.perf_counter() - started, turn.usage, unsent, extra=turn.extra)
 
@@ -353,15 +357,25 @@ def _summary(text: str) -> str:
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 3] + "..."
 
 
+def _json_error(text: str) -> str:
+    """Where text that is not JSON goes wrong, for the model to fix it (integers or nesting beyond what Python
+    parses have no position)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at position {exc.pos}"
+    except (ValueError, RecursionError):
+        pass
+    return "too deep or too long"
+
+
 def parse_arguments(call: ToolCall) -> tuple[JsonObject, str | None]:
     """The call's arguments as an object, or the error text the model gets instead."""
-    raw = call.arguments or "{}"
-    try:
-        arguments = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError; integers or nesting beyond what Python parses
-        where = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "too deep or too long"
+    arguments = call.parsed
+    if arguments is None:
         return {}, (
-            f"Error: the arguments for '{call.name}' are not valid JSON ({where}). Call it again with a JSON object."
+            f"Error: the arguments for '{call.name}' are not valid JSON ({_json_error(call.arguments)}). "
+            "Call it again with a JSON object."
         )
     if not isinstance(arguments, dict):
         return {}, f"Error: the arguments for '{call.name}' must be a JSON object, not {type(arguments).__name__}."

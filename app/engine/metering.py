@@ -15,7 +15,15 @@ import json
 from app.common import tokens
 from app.common.offload import Lane
 from app.core.model import ChatRequest, Message, Part
-from app.engine.events import ClientToolCall, ContentDelta, Event, ReasoningDelta, RoundFinished, RoundStarted
+from app.engine.events import (
+    ClientToolCall,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    RefusalDelta,
+    RoundFinished,
+    RoundStarted,
+)
 
 EXACT_PROMPT_CHARS = 32_000  # 16 ms of prose, 65 ms of random words (2 cores); past it, 4 characters a token
 EXACT_OUTPUT_CHARS = 4_000  # on the loop: at most about 12 ms of the worst text, once a round
@@ -76,17 +84,17 @@ class TokenMeter:
     def observe(self, event: Event) -> None:
         if isinstance(event, RoundStarted):
             self._open, self._answer = True, []
-        elif isinstance(event, ContentDelta | ReasoningDelta):
+        elif isinstance(event, ContentDelta | RefusalDelta | ReasoningDelta):
             self._answer.append(event.text)
         elif isinstance(event, ClientToolCall):  # the client's calls come after their round finished
             if not self._reported:
                 self._calls += [event.call.name, event.call.arguments]
         elif isinstance(event, RoundFinished):
             usage = event.usage
-            reported = max(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens) if usage else 0
+            reported = max(usage.total_tokens, usage.input_tokens + usage.output_tokens) if usage else 0
             if reported > 0:  # the upstream's count, and its answer's tokens for the next round's prompt
                 self.spent += reported
-                answered, self._answer = max(usage.completion_tokens, 0) if usage else 0, []
+                answered, self._answer = max(usage.output_tokens, 0) if usage else 0, []
             else:
                 answered = self._answered()
                 if self._open or event.ok:

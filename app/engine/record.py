@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from app.core.model import Usage
+from app.core.model import StopReason, Usage
 from app.engine.events import (
     DiscoveryStats,
     Event,
@@ -33,7 +33,7 @@ class RequestRecord:
     searches: list[SearchDone] = field(default_factory=list)
     mcp_calls: list[McpCallFinished] = field(default_factory=list)
     discovery: DiscoveryStats | None = None
-    finish_reason: str | None = None
+    stop: StopReason | None = None
     provider: str | None = None  # once routed
     model: str | None = None
 
@@ -57,7 +57,7 @@ class RequestRecord:
         elif isinstance(event, McpCallFinished):
             self.mcp_calls.append(event)
         elif isinstance(event, Finished):
-            self.discovery, self.finish_reason = event.discovery, event.finish_reason
+            self.discovery, self.stop = event.discovery, event.stop
         elif isinstance(event, Failed):
             self.discovery = event.discovery
 

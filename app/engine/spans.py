@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.codecs.openai_chat.answers import finish_reason_of
 from app.common import tracing
 from app.common.errors import GatewayError
 from app.common.tracing import NOOP, Span
 from app.config import Config
-from app.core.model import ChatRequest, ResponseMeta, ToolCall, Usage
+from app.core.model import ChatRequest, ResponseMeta, StopReason, ToolCall, Usage
 from app.discovery.search import SearchOutcome
 from app.engine.caller import Caller
 from app.engine.events import Failed, Finished
@@ -88,7 +89,7 @@ def observe(trace: RequestTrace, event: Finished | Failed) -> None:
         trace.span.set(
             {
                 tracing.RESPONSE_MODEL: event.meta.model or None,
-                tracing.FINISH_REASONS: [event.finish_reason],
+                tracing.FINISH_REASONS: [finish_reason_of(event.stop)],
                 **usage_attributes(event.usage),
                 "toolsift.rounds": event.discovery.rounds,
                 "toolsift.searches": event.discovery.search_calls,
@@ -108,18 +109,18 @@ def failed(span: Span, error: BaseException) -> None:
         span.fail(type(error).__qualname__, str(error))
 
 
-def round_finished(span: Span, meta: ResponseMeta | None, usage: Usage | None, finish_reason: str | None) -> None:
+def round_finished(span: Span, meta: ResponseMeta | None, usage: Usage | None, stop: StopReason | None) -> None:
     if span.recording and meta is not None:
         span.set({tracing.RESPONSE_MODEL: meta.model or None, tracing.RESPONSE_ID: meta.id or None})
     if span.recording:
-        span.set({**usage_attributes(usage), tracing.FINISH_REASONS: [finish_reason] if finish_reason else None})
+        span.set({**usage_attributes(usage), tracing.FINISH_REASONS: [finish_reason_of(stop)] if stop else None})
     span.end()
 
 
 def usage_attributes(usage: Usage | None) -> dict[str, tracing.AttributeValue]:
     if usage is None:
         return {}
-    return {tracing.INPUT_TOKENS: usage.prompt_tokens, tracing.OUTPUT_TOKENS: usage.completion_tokens}
+    return {tracing.INPUT_TOKENS: usage.input_tokens, tracing.OUTPUT_TOKENS: usage.output_tokens}
 
 
 def search_attributes(call_id: str | None = None) -> tracing.Attributes:

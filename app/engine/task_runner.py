@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.codecs.openai_chat.answers import finish_reason_of
 from app.common.errors import GatewayError, RequestRefused
 from app.config import RunTaskConfig
 from app.core.catalog import ToolEntry
@@ -51,7 +52,7 @@ class TaskReport:
         lines = [self.answer or "(no answer)", "", "---", f"rounds: {self.rounds}"]
         if self.usage is not None:
             lines.append(
-                f"tokens: {self.usage.total_tokens} ({self.usage.prompt_tokens} in, {self.usage.completion_tokens} out)"
+                f"tokens: {self.usage.total_tokens} ({self.usage.input_tokens} in, {self.usage.output_tokens} out)"
             )
         for search in self.searches:
             lines.append(f"searched {search.label}: {', '.join(search.found) or 'nothing found'}")
@@ -74,8 +75,8 @@ class TaskReport:
             "usage": None
             if self.usage is None
             else {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
+                "prompt_tokens": self.usage.input_tokens,
+                "completion_tokens": self.usage.output_tokens,
                 "total_tokens": self.usage.total_tokens,
             },
             "searches": [{"query": s.query, "queries": list(s.queries), "found": list(s.found)} for s in self.searches],
@@ -136,7 +137,7 @@ class TaskRunner:
             if isinstance(event, CallRefused):
                 report.refused.append(event)
             elif isinstance(event, Finished):
-                report.finish_reason = event.finish_reason
+                report.finish_reason = finish_reason_of(event.stop)
             elif isinstance(event, Failed):
                 report.error = event.error.message
             elif isinstance(event, ContentDelta):

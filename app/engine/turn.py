@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.core.model import CallFragment, Delta, JsonObject, Message, Native, ResponseMeta, ToolCall, Usage
+from app.core.model import CallFragment, Delta, JsonObject, Message, Native, ResponseMeta, StopReason, ToolCall, Usage
 
 
 @dataclass
 class Turn:
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    reasoning_field: str = "reasoning_content"
+    reasoning_field: str | None = None
     calls: dict[int, ToolCall] = field(default_factory=dict)
-    finish_reason: str | None = None
-    stop_sequence: str | None = None
+    stop: StopReason | None = None
     usage: Usage | None = None
     meta: ResponseMeta | None = None
     extra: Native | None = None
@@ -29,9 +28,8 @@ class Turn:
             self.reasoning_field = delta.reasoning_field
         for fragment in delta.calls:
             self._add_call(fragment)
-        if delta.finish_reason:
-            self.finish_reason = delta.finish_reason
-            self.stop_sequence = delta.stop_sequence
+        if delta.stop is not None:
+            self.stop = delta.stop
         if delta.usage is not None:
             if self.usage is None:
                 self.usage = Usage()

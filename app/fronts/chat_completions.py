@@ -15,7 +15,8 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.codecs.openai_chat.answers import READ_MESSAGE_FIELDS, tool_call_json, usage_json
+from app.codecs.openai_chat.answers import READ_MESSAGE_FIELDS, finish_reason_of, tool_call_json, usage_json
+from app.codecs.openai_chat.protocol import reasoning_field_of
 from app.codecs.openai_chat.requests import chat_request
 from app.common.errors import GatewayError
 from app.core.model import ChatRequest, JsonObject, ResponseMeta
@@ -28,6 +29,7 @@ from app.engine.events import (
     Finished,
     KeepAlive,
     ReasoningDelta,
+    RefusalDelta,
     RoundStarted,
     Routed,
 )
@@ -45,8 +47,10 @@ def completion(answer: Answer, model: str) -> JsonObject:
     message: JsonObject = {"role": "assistant", "content": answer.content}
     if answer.extra is not None and answer.extra.format == "openai":
         message.update({key: value for key, value in answer.extra.value.items() if key not in READ_MESSAGE_FIELDS})
+    if answer.refusal is not None:
+        message["refusal"] = answer.refusal
     if answer.reasoning is not None:
-        message[answer.reasoning_field] = answer.reasoning
+        message[reasoning_field_of(answer.reasoning_field)] = answer.reasoning
     if answer.tool_calls:
         message["tool_calls"] = [tool_call_json(call) for call in answer.tool_calls]
     meta = answer.meta
@@ -58,7 +62,7 @@ def completion(answer: Answer, model: str) -> JsonObject:
         object="chat.completion",
         created=meta.created or int(time.time()),
         model=meta.model or model,
-        choices=[{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
+        choices=[{"index": 0, "message": message, "finish_reason": finish_reason_of(answer.stop)}],
     )
     if answer.logprobs is not None:
         body["choices"][0]["logprobs"] = answer.logprobs
@@ -80,7 +84,7 @@ class ChatStream:
     """Renders the loop's events as `chat.completion.chunk` SSE events, all with the same id, created, model."""
 
     def __init__(self, model: str, include_usage: bool) -> None:
-        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"  # until the upstream names its answer
         self.created = int(time.time())
         self.model = model
         self.meta: ResponseMeta | None = None
@@ -97,16 +101,20 @@ class ChatStream:
                 return []
             self.committed, self.meta = True, event.meta
             self.model = event.meta.model or self.model
+            self.id = event.meta.id or self.id  # the upstream's own id and time, kept; minted only when it gave none
+            self.created = event.meta.created or self.created
             return [""]  # the head goes out now; the first chunk waits until there is something to say
         if isinstance(event, ContentDelta):
             return [*self._start(""), self._chunk({"content": event.text}, logprobs=event.logprobs)]
+        if isinstance(event, RefusalDelta):
+            return [*self._start(None), self._chunk({"refusal": event.text}, logprobs=event.logprobs)]
         if isinstance(event, ReasoningDelta):
-            return [*self._start(None), self._chunk({event.field: event.text})]
+            return [*self._start(None), self._chunk({reasoning_field_of(event.field): event.text})]
         if isinstance(event, ClientToolCall):
             delta = {"tool_calls": [{"index": event.index, **tool_call_json(event.call)}]}
             return [*self._start(None), self._chunk(delta)]
         if isinstance(event, Finished):
-            out = [*self._start(""), self._chunk({}, event.finish_reason)]
+            out = [*self._start(""), self._chunk({}, finish_reason_of(event.stop))]
             if self.include_usage:
                 usage = usage_json(event.usage) if event.usage is not None else None
                 out.append(sse(self._envelope(choices=[], usage=usage, tool_discovery=event.discovery.as_json())))

@@ -10,7 +10,14 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_use_json, usage_json
+from app.codecs.anthropic.answers import (
+    meta_fields,
+    stop_reason,
+    text_blocks,
+    thinking_blocks,
+    tool_use_json,
+    usage_json,
+)
 from app.codecs.anthropic.protocol import BETA_HEADER
 from app.codecs.anthropic.requests import chat_request
 from app.common import tokens
@@ -29,17 +36,18 @@ def message_json(answer: Answer, model: str) -> JsonObject:
     content = thinking_blocks(answer.reasoning_blocks)  # every round's, signed, as a stream gives them
     if not content and answer.reasoning:
         content.append({"type": "thinking", "thinking": answer.reasoning, "signature": ""})
-    if answer.content:
-        content.append({"type": "text", "text": answer.content})
-    content.extend(tool_use_json(call) for call in answer.tool_calls)
+    upstream = answer.extra.value if answer.extra is not None and answer.extra.format == "anthropic" else None
+    content += text_blocks(answer.content, upstream)
+    content.extend(tool_use_json(call, upstream) for call in answer.tool_calls)
     return {
+        **meta_fields(answer.meta),
         "id": _message_id(answer.meta.id),
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": stop_reason(answer.finish_reason, answer.stop_sequence),
-        "stop_sequence": answer.stop_sequence,
+        "stop_reason": stop_reason(answer.stop),
+        "stop_sequence": answer.stop.sequence,
         "usage": usage_json(answer.usage),
         "tool_discovery": answer.discovery.as_json(),
     }

@@ -17,7 +17,14 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_input, usage_json
+from app.codecs.anthropic.answers import (
+    meta_fields,
+    stop_reason,
+    thinking_blocks,
+    tool_input,
+    tool_use_json,
+    usage_json,
+)
 from app.common.errors import GatewayError
 from app.core.model import JsonObject, Native, ToolCall
 from app.engine.events import (
@@ -41,6 +48,7 @@ def event(data: JsonObject) -> str:
 
 
 PING = event({"type": "ping"})
+END_FIELDS = ("container", "stop_details")  # an upstream's fields of its message that its `message_delta` says
 
 
 class MessagesStream:
@@ -62,7 +70,8 @@ class MessagesStream:
             self.committed = True
             if item.meta.id.startswith("msg_"):  # an Anthropic upstream's own id, kept
                 self.id = item.meta.id
-            message: JsonObject = {"id": self.id, "type": "message", "role": "assistant", "model": self.model}
+            message: JsonObject = {**meta_fields(item.meta), "id": self.id, "type": "message", "role": "assistant"}
+            message["model"] = self.model
             message.update(content=[], stop_reason=None, stop_sequence=None, usage=usage_json(None))
             return [event({"type": "message_start", "message": message})]
         if isinstance(item, ReasoningDelta):
@@ -104,14 +113,13 @@ class MessagesStream:
 
     def _finish(self, finished: Finished) -> list[str]:
         out = self._close()
+        upstream = finished.extra.value if finished.extra is not None and finished.extra.format == "anthropic" else None
         for call in self.calls:
-            out += self._block("tool_use", {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+            out += self._block("tool_use", {**tool_use_json(call, upstream), "input": {}})
             arguments = json.dumps(tool_input(call), ensure_ascii=False)
             out += [self._delta({"type": "input_json_delta", "partial_json": arguments}), *self._close()]
-        delta = {
-            "stop_reason": stop_reason(finished.finish_reason, finished.stop_sequence),
-            "stop_sequence": finished.stop_sequence,
-        }
+        ended = {key: value for key, value in meta_fields(finished.meta).items() if key in END_FIELDS}
+        delta = {**ended, "stop_reason": stop_reason(finished.stop), "stop_sequence": finished.stop.sequence}
         usage = usage_json(finished.usage)
         out.append(event({"type": "message_delta", "delta": delta, "usage": usage}))
         return [*out, event({"type": "message_stop"})]

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from dataclasses import replace
 
 from app.codecs.responses.compaction import compaction_item
-from app.codecs.responses.items import message_item, messages_of, reasoning_item, seal
+from app.codecs.responses.items import message_item, messages_of, reasoning_item, seal, upstream_parts
 from app.codecs.responses.protocol import CompactionTriggerItem, InputItem, ItemReference, ParsedResponses
 from app.codecs.responses.requests import chat_request, request_tools
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
@@ -59,7 +59,8 @@ def answer_output(answer: Answer, state: ResponseCall) -> list[JsonObject]:
         output.append(reasoning_item(answer.reasoning or "", ident=state.item_id("rs"), encrypted=sealed))
     output += [state.shown(item) for item in own]
     if answer.content:
-        output.append(message_item(answer.content, ident=state.item_id("msg")))
+        item = message_item(answer.content, ident=state.item_id("msg"))
+        output.append({**item, "content": upstream_parts(answer.extra, answer.content) or item["content"]})
     for call in answer.tool_calls:
         spec = state.specs.get(call.name)
         output.append(call_item(call, spec, state.item_id(CALL_PREFIXES[spec.kind if spec else "function"])))
@@ -155,9 +156,7 @@ class ResponsesFront:
             answer = replace(answer, content=None, reasoning=None, tool_calls=[], extra=None, upstream_items=items)
         output = answer_output(answer, state)
         model = answer.meta.model or call.model
-        body = response_json(
-            state, model, output, "completed", answer.usage, answer.discovery, finish_reason=answer.finish_reason
-        )
+        body = response_json(state, model, output, "completed", answer.usage, answer.discovery, stop=answer.stop)
         await self.keep(call, body)
         return body
 

@@ -8,10 +8,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from app.codecs.responses.items import INCOMPLETE, item_id, usage_json
+from app.codecs.responses.items import incomplete_reason, item_id, usage_json
 from app.codecs.responses.protocol import ParsedResponses
 from app.common.errors import GatewayError
-from app.core.model import JsonObject, ToolSpec, Usage
+from app.core.model import JsonObject, StopReason, ToolSpec, Usage
 from app.engine.events import DiscoveryStats
 
 
@@ -85,11 +85,11 @@ def response_json(
     usage: Usage | None = None,
     discovery: DiscoveryStats | None = None,
     error: GatewayError | None = None,
-    finish_reason: str | None = None,
+    stop: StopReason | None = None,
 ) -> JsonObject:
     """The `response` object: the request's own settings echoed, as OpenAI's is."""
     request = state.parsed.request
-    reason = INCOMPLETE.get(finish_reason or "")
+    reason = incomplete_reason(stop)
     if reason is not None and status == "completed":
         status = "incomplete"
     text = request.text.model_dump(by_alias=True, exclude_none=True) if request.text is not None else {}

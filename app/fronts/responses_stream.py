@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codecs.responses.items import message_item, output_text, reasoning_item, seal
+from app.codecs.responses.items import message_item, output_text, reasoning_item, seal, upstream_parts
 from app.codecs.responses.tools import CALL_PREFIXES, call_item
 from app.common.errors import GatewayError
 from app.core.model import JsonObject, Native
@@ -153,7 +153,7 @@ class ResponsesStream:
         out = [*self._close(), *self._sealed()]
         body = response_json(
             self.state, self.model, self.output, "completed", event.usage, event.discovery,
-            finish_reason=event.finish_reason,
+            stop=event.stop,
         )  # fmt: skip
         kind = "response.completed" if body["status"] == "completed" else "response.incomplete"
         self._last = (kind, self.sequence)
@@ -202,6 +202,7 @@ class ResponsesStream:
         where = {"item_id": current.id, "output_index": current.index}
         if current.kind == "message":
             item, part = message_item(current.text, ident=current.id), output_text(current.text)
+            item["content"] = upstream_parts(self.round_extra, current.text) or item["content"]
             done = self._event("response.output_text.done", **where, content_index=0, text=current.text, logprobs=[])
             closed = [done, self._event("response.content_part.done", **where, content_index=0, part=part)]
         elif current.summary:

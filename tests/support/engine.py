@@ -7,12 +7,12 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.core.model import CallFragment, Delta, UpstreamRequest, Usage
+from app.core.model import CallFragment, Delta, StopReason, UpstreamRequest, Usage
 
 
 def said(text: str) -> Delta:
     """A round that answers `text`."""
-    return Delta(content=text, finish_reason="stop", usage=Usage(10, 5, 15))
+    return Delta(content=text, stop=StopReason(), usage=Usage(10, 5, 15))
 
 
 def calls(*named: tuple[str, dict[str, Any]]) -> Delta:
@@ -21,7 +21,7 @@ def calls(*named: tuple[str, dict[str, Any]]) -> Delta:
         CallFragment(index, f"call_{index}", name, json.dumps(arguments))
         for index, (name, arguments) in enumerate(named)
     ]
-    return Delta(calls=fragments, finish_reason="tool_calls", usage=Usage(10, 5, 15))
+    return Delta(calls=fragments, stop=StopReason("tool_calls"), usage=Usage(10, 5, 15))
 
 
 class ScriptedProvider:

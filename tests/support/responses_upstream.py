@@ -123,12 +123,14 @@ def _item_events(item: dict[str, Any], index: int) -> list[dict[str, Any]]:
             out.append({"type": "response.reasoning_summary_text.done", **at, "text": part["text"]})
             out.append({"type": "response.reasoning_summary_part.done", **at, "part": part})
     elif kind == "message":
-        part, at = item["content"][0], {**where, "content_index": 0}
-        out.append({"type": "response.content_part.added", **at, "part": {**part, "text": ""}})
-        out += [{"type": "response.output_text.delta", **at, "delta": word, "logprobs": []}
-                for word in re.findall(r"\S+\s*", part["text"])]  # fmt: skip
-        out.append({"type": "response.output_text.done", **at, "text": part["text"], "logprobs": []})
-        out.append({"type": "response.content_part.done", **at, "part": part})
+        for number, part in enumerate(item["content"]):  # each part's text (or refusal) a word at a time
+            at, field = {**where, "content_index": number}, "text" if part["type"] == "output_text" else "refusal"
+            name, logprobs = ("response.output_text", {"logprobs": []}) if field == "text" else ("response.refusal", {})
+            out.append({"type": "response.content_part.added", **at, "part": {**part, field: ""}})
+            out += [{"type": f"{name}.delta", **at, "delta": word, **logprobs}
+                    for word in re.findall(r"\S+\s*|^\s+", part[field])]  # fmt: skip
+            out.append({"type": f"{name}.done", **at, field: part[field], **logprobs})
+            out.append({"type": "response.content_part.done", **at, "part": part})
     elif kind == "function_call":
         text, half = item["arguments"], len(item["arguments"]) // 2
         out += [{"type": "response.function_call_arguments.delta", **where, "delta": piece}

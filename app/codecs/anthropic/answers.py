@@ -12,35 +12,60 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from app.codecs.anthropic.protocol import FINISH_REASONS, STOP_REASONS, THINKING
+from app.codecs.anthropic.protocol import MESSAGE_FIELDS, STOP_KINDS, STOP_REASONS, THINKING, USAGE_FIELDS
 from app.common.errors import GatewayError
-from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, ToolCall, Usage, reported_count
+from app.core.model import (
+    CallFragment,
+    Delta,
+    JsonObject,
+    Native,
+    ResponseMeta,
+    StopReason,
+    ToolCall,
+    Usage,
+    reported_count,
+)
 
 
 def usage_in(usage: JsonObject | None) -> Usage | None:
-    """Anthropic's usage as the engine's: the prompt counts every input token, the cache's reads and writes kept
-    apart (Anthropic's `input_tokens` counts neither)."""
+    """Anthropic's usage as the engine's: the input counts every input token, the cache's reads and writes kept
+    apart (Anthropic's `input_tokens` counts neither); its other fields (`cache_creation`, `server_tool_use`,
+    `service_tier`, ...) kept for a Messages front."""
     if not usage:
         return None
     cache_read = int(usage.get("cache_read_input_tokens") or 0)
     cache_write = reported_count(usage.get("cache_creation_input_tokens")) or None  # a chat client sees writes only
     prompt = int(usage.get("input_tokens") or 0) + (cache_write or 0) + cache_read
     completion = int(usage.get("output_tokens") or 0)
-    return Usage(prompt, completion, prompt + completion, cache_read_tokens=cache_read, cache_write_tokens=cache_write)
+    extra = {key: value for key, value in usage.items() if key not in USAGE_FIELDS or value is None}  # nulls too
+    return Usage(
+        prompt, completion, prompt + completion, cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+        extra={"anthropic": extra} if extra else {},
+    )  # fmt: skip
 
 
-def finish_reason(stop_reason: str | None) -> str:
-    return STOP_REASONS.get(stop_reason or "", "stop")
+def stop_in(stop_reason: object, sequence: object = None) -> StopReason | None:
+    """A stop reason as the engine's, its word kept; the stop sequence only when that is why it ended."""
+    if not isinstance(stop_reason, str) or not stop_reason:
+        return None
+    kind = STOP_KINDS.get(stop_reason, "other")
+    said = sequence if kind == "stop_sequence" and isinstance(sequence, str) else None
+    return StopReason(kind, said, "anthropic", stop_reason)
 
 
 def _meta(message: JsonObject, created: int) -> ResponseMeta:
-    """The message's id as it came (a front that shows another format's id makes its own)."""
-    return ResponseMeta(id=str(message.get("id") or ""), model=str(message.get("model") or ""), created=created)
+    """The message's id as it came (a front that shows another format's id makes its own), and its fields beyond
+    the typed ones (`container`, `stop_details`, ...) for a Messages front."""
+    others = {key: value for key, value in message.items() if key not in MESSAGE_FIELDS}
+    meta = ResponseMeta(id=str(message.get("id") or ""), model=str(message.get("model") or ""), created=created)
+    meta.extra = Native("anthropic", others) if others else None
+    return meta
 
 
-def stop_sequence_of(stop_reason: object, sequence: object) -> str | None:
-    """The stop sequence that ended a message, kept only when that is why it ended."""
-    return sequence if stop_reason == "stop_sequence" and isinstance(sequence, str) else None
+def meta_fields(meta: ResponseMeta | None) -> JsonObject:
+    """An Anthropic upstream's own top-level fields of its message."""
+    extra = meta.extra if meta is not None else None
+    return dict(extra.value) if extra is not None and extra.format == "anthropic" else {}
 
 
 def delta_from_message(message: JsonObject) -> Delta:
@@ -56,8 +81,7 @@ def delta_from_message(message: JsonObject) -> Delta:
         content=text,
         reasoning=thinking,
         calls=calls,
-        finish_reason=finish_reason(message.get("stop_reason")),
-        stop_sequence=stop_sequence_of(message.get("stop_reason"), message.get("stop_sequence")),
+        stop=stop_in(message.get("stop_reason"), message.get("stop_sequence")) or StopReason(),
         usage=usage_in(message.get("usage")),
         meta=_meta(message, int(time.time())),
         extra=Native("anthropic", {"content": content}),
@@ -99,11 +123,13 @@ class StreamDecoder:
         if kind == "message_delta":
             self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
             said = event.get("delta") or {}
+            others = {key: value for key, value in said.items() if key not in ("stop_reason", "stop_sequence")}
+            if others:  # the end's own fields (`stop_details`, `container`), with the start's
+                self.meta.extra = Native("anthropic", {**meta_fields(self.meta), **others})
             reason = said.get("stop_reason")
             if not reason:
                 return []
-            sequence = stop_sequence_of(reason, said.get("stop_sequence"))
-            return [Delta(finish_reason=finish_reason(reason), stop_sequence=sequence, meta=self.meta)]
+            return [Delta(stop=stop_in(reason, said.get("stop_sequence")), meta=self.meta)]
         if kind == "message_stop":
             extra = Native("anthropic", {"content": [self.blocks[i] for i in sorted(self.blocks)]})
             usage = usage_in(self.usage)
@@ -152,20 +178,25 @@ class StreamDecoder:
         return [Delta(reasoning_blocks=[Native("anthropic", block)])] if block.get("type") in THINKING else []
 
 
-def stop_reason(finish: str, sequence: str | None = None) -> str:
-    """The engine's finish reason as Anthropic's stop reason (`stop_sequence` when a stop sequence ended it)."""
-    return "stop_sequence" if sequence is not None else FINISH_REASONS.get(finish, "end_turn")
+def stop_reason(stop: StopReason) -> str:
+    """The engine's stop reason as Anthropic's: an Anthropic upstream's own word as it came."""
+    return stop.said_in("anthropic") or STOP_REASONS[stop.kind]
 
 
 def usage_json(usage: Usage | None) -> JsonObject:
-    """Usage in Anthropic's terms: the cache's reads and writes (as an upstream reported them) apart from the rest."""
+    """Usage in Anthropic's terms: the cache's reads and writes (as an upstream reported them) apart from the rest,
+    and what an Anthropic upstream said more."""
     usage = usage or Usage()
-    return {
+    body: JsonObject = {
         "input_tokens": usage.uncached_tokens,
-        "output_tokens": usage.completion_tokens,
+        "output_tokens": usage.output_tokens,
         "cache_creation_input_tokens": usage.cache_write_tokens or 0,
         "cache_read_input_tokens": usage.cache_read_tokens or 0,
     }
+    for key, value in usage.extra_in("anthropic").items():
+        if value is not None or not body.get(key):  # a count reported as null stays null, unless some were counted
+            body[key] = value
+    return body
 
 
 def thinking_blocks(blocks: list[Native]) -> list[JsonObject]:
@@ -175,15 +206,34 @@ def thinking_blocks(blocks: list[Native]) -> list[JsonObject]:
 
 def tool_input(call: ToolCall) -> JsonObject:
     """The call's arguments as an object; arguments that are not a JSON object (a model's mistake) become `{}`."""
-    try:
-        value = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
-        return {}
+    value = call.parsed
     return value if isinstance(value, dict) else {}
 
 
-def tool_use_json(call: ToolCall) -> JsonObject:
-    return {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
+def tool_use_json(call: ToolCall, upstream: JsonObject | None = None) -> JsonObject:
+    """A client's tool call as a `tool_use` block: the upstream's own block's other fields (`caller`, ...) kept when
+    an Anthropic upstream made this very call."""
+    block = upstream_block(call, upstream)
+    return {**block, "type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
+
+
+def upstream_block(call: ToolCall, upstream: JsonObject | None) -> JsonObject:
+    """The `tool_use` block of `call` in an Anthropic upstream's content (`upstream`, a turn's `extra`), if any."""
+    for block in (upstream or {}).get("content") or ():
+        if block.get("type") == "tool_use" and (block.get("id"), block.get("name")) == (call.id, call.name):
+            return dict(block)
+    return {}
+
+
+def text_blocks(text: str | None, upstream: JsonObject | None) -> list[JsonObject]:
+    """An answer's text as blocks: an Anthropic upstream's own text blocks (with their citations) as they came when
+    they are all of it, else one block (earlier rounds' text joined with the last's)."""
+    if not text:
+        return []
+    said = [block for block in (upstream or {}).get("content") or () if block.get("type") == "text"]
+    if "".join(str(block.get("text") or "") for block in said) == text:
+        return said
+    return [{"type": "text", "text": text}]
 
 
 def error_type(error: GatewayError) -> str:

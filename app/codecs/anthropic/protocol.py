@@ -13,21 +13,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from app.codecs import TOOL_NAME_PATTERN
+from app.core.model import StopKind
 
 THINKING = ("thinking", "redacted_thinking")  # reasoning blocks, kept whole: a thinking block's signature is checked
 SYSTEM_ROLES = ("system", "developer")  # the engine's roles that become Anthropic's `system`
 BETA_HEADER = "anthropic-beta"  # the beta features a request uses: forwarded to an Anthropic upstream only
-# Anthropic's stop reasons as the engine's finish reasons, and back.
-STOP_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-}
-FINISH_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+# Stop reasons as neutral kinds; a word not here is `other`, and the word itself goes back to a Messages client.
+STOP_KINDS: dict[str, StopKind] = {
+    "end_turn": "end", "stop_sequence": "stop_sequence", "pause_turn": "pause", "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens", "tool_use": "tool_calls", "refusal": "refused",
+}  # fmt: skip
+STOP_REASONS: dict[StopKind, str] = {
+    "end": "end_turn", "stop_sequence": "stop_sequence", "pause": "pause_turn", "max_tokens": "max_tokens",
+    "tool_calls": "tool_use", "refused": "refusal", "other": "end_turn",
+}  # fmt: skip
+MESSAGE_FIELDS = frozenset({"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"})
+USAGE_FIELDS = frozenset({"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"})
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 
 

@@ -65,7 +65,7 @@ def chat_request(request: MessagesRequest, payload: JsonObject, beta: str | None
         max_tokens=request.max_tokens,
         temperature=payload.get("temperature"),
         top_p=payload.get("top_p"),
-        stop=request.stop_sequences or None,
+        stop=request.stop_sequences,  # an empty list too, as the client sent it
         reasoning=_reasoning_in(native),
         response_format=response_format,
         tool_choice=tool_choice,
@@ -239,7 +239,7 @@ def request_body(request: UpstreamRequest, default_max_tokens: int) -> JsonObjec
         translated = tool_choice_out(options.tool_choice, options.parallel_tool_calls)
         if translated:
             body["tool_choice"] = translated
-    if options.stop:
+    if options.stop is not None:
         body["stop_sequences"] = [options.stop] if isinstance(options.stop, str) else list(options.stop)
     if options.user:
         body["metadata"] = {"user_id": options.user}
@@ -396,10 +396,7 @@ def _assistant_blocks(message: Message) -> list[JsonObject]:
     if text:
         blocks.append({"type": "text", "text": text})
     for call in message.tool_calls:
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = {}
+        arguments = call.parsed
         arguments = arguments if isinstance(arguments, dict) else {}
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
     return blocks

@@ -17,6 +17,11 @@ from app.codecs import TOOL_NAME_PATTERN
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # the names OpenAI-compatible upstreams give reasoning
 
 
+def reasoning_field_of(field: str | None) -> str:
+    """The field reasoning goes in: the upstream's own name for it, else the first of the names upstreams use."""
+    return field if field in REASONING_FIELDS else REASONING_FIELDS[0]
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 

@@ -9,7 +9,7 @@ under their own names, to an OpenAI-compatible upstream only.
 from __future__ import annotations
 
 from app.codecs.openai_chat.options import options_of, write_options
-from app.codecs.openai_chat.protocol import REASONING_FIELDS, ChatCompletionRequest
+from app.codecs.openai_chat.protocol import REASONING_FIELDS, ChatCompletionRequest, reasoning_field_of
 from app.core.model import (
     ChatRequest,
     ClientTool,
@@ -64,7 +64,7 @@ def message_from_wire(raw: JsonObject) -> Message:
     content = raw.get("content")
     if isinstance(content, list):
         content = [_part(part) for part in content]
-    reasoning_field = next((key for key in REASONING_FIELDS if isinstance(raw.get(key), str)), "reasoning_content")
+    reasoning_field = next((key for key in REASONING_FIELDS if isinstance(raw.get(key), str)), None)
     return Message(
         role=raw["role"],
         content=content,
@@ -73,7 +73,7 @@ def message_from_wire(raw: JsonObject) -> Message:
             for call in raw.get("tool_calls") or ()
         ],
         tool_call_id=raw.get("tool_call_id"),
-        reasoning=raw.get(reasoning_field),
+        reasoning=raw.get(reasoning_field) if reasoning_field else None,
         reasoning_field=reasoning_field,
         native=Native("openai", raw),
     )
@@ -135,7 +135,7 @@ def message_to_openai(message: Message, deferred: frozenset[str] | set[str] = fr
     if message.tool_call_id is not None:
         wire["tool_call_id"] = message.tool_call_id
     if message.reasoning is not None:
-        wire[message.reasoning_field] = message.reasoning
+        wire[reasoning_field_of(message.reasoning_field)] = message.reasoning
     if message.extra is not None and message.extra.format == "openai":
         wire.update({key: message.extra.value[key] for key in RESENT_FIELDS if key in message.extra.value})
     return wire

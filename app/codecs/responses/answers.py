@@ -6,7 +6,7 @@ becomes a tool call under the engine's name for it (a namespace's function `{nam
 input `{"input": ...}`, a shell's `exec` action, a client tool search's arguments), taken whole from its finished
 item. The upstream's own items (reasoning with its `encrypted_content`, hosted calls such as `web_search_call`)
 go on whole, for a Responses client, and into the turn's `extra`, so the next round sends them back; a
-`response.incomplete` says why (`max_output_tokens` is the engine's `length`). Answers are checked by the
+`response.incomplete` says why (`max_output_tokens` is the engine's `max_tokens`). Answers are checked by the
 provider against `answer_types` before they are read here.
 """
 
@@ -16,28 +16,43 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.codecs.responses.input import OWN_ITEMS
-from app.codecs.responses.items import INCOMPLETE
+from app.codecs.responses.input import OUTPUT_PARTS, OWN_ITEMS
+from app.codecs.responses.items import STOP_KINDS
 from app.codecs.responses.tools import LOCAL_SHELL, TOOL_SEARCH, action_arguments, custom_arguments, flat_name
-from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, Usage, reported_count
+from app.core.model import CallFragment, Delta, JsonObject, Native, ResponseMeta, StopReason, Usage, reported_count
 
-FINISH_REASONS = {reason: finish for finish, reason in INCOMPLETE.items()}  # incomplete_details.reason -> finish
-USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details")
+USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 PARAGRAPH = "\n\n"  # between two parts of a reasoning summary, or two reasoning items
 
 
 def usage_in(usage: Any) -> Usage | None:
+    """A Responses usage as the engine's: the cache's counts and the reasoning tokens out of the details typed,
+    every other field (the details' others too) kept for a Responses front."""
     if not isinstance(usage, dict):
         return None
     extra: JsonObject = {key: value for key, value in usage.items() if key not in USAGE_FIELDS}
-    details = usage.get("input_tokens_details") or {}
-    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
-    if isinstance(reasoning, int):
-        extra["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    read, write = _typed_details(extra, "input_tokens_details", ("cached_tokens", "cache_write_tokens"))
+    (reasoning,) = _typed_details(extra, "output_tokens_details", ("reasoning_tokens",))
     prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     total = int(usage.get("total_tokens") or prompt + completion)
-    read, write = reported_count(details.get("cached_tokens")), reported_count(details.get("cache_write_tokens"))
-    return Usage(prompt, completion, total, extra, cache_read_tokens=read, cache_write_tokens=write)
+    return Usage(
+        prompt, completion, total, cache_read_tokens=read, cache_write_tokens=write, reasoning_tokens=reasoning,
+        extra={"responses": extra} if extra else {},
+    )  # fmt: skip
+
+
+def _typed_details(extra: JsonObject, name: str, typed: tuple[str, ...]) -> list[int | None]:
+    """The counts `typed` names taken out of `extra[name]`, which keeps its other fields (or goes when none)."""
+    details = extra.pop(name, None)
+    if not isinstance(details, dict):
+        if details is not None:
+            extra[name] = details
+        return [None for _ in typed]
+    counts = [reported_count(details.get(key)) for key in typed]
+    rest = {key: value for key, value in details.items() if not (key in typed and reported_count(value) is not None)}
+    if rest:
+        extra[name] = rest
+    return counts
 
 
 def meta_of(response: JsonObject) -> ResponseMeta:
@@ -49,11 +64,13 @@ def meta_of(response: JsonObject) -> ResponseMeta:
     )
 
 
-def finish_reason(response: JsonObject, called: bool) -> str:
+def stop_of(response: JsonObject, called: bool) -> StopReason:
+    """Why a response ended: an incomplete one's reason kept as it came (an unknown one counts as running out)."""
     if response.get("status") == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason")
-        return FINISH_REASONS.get(str(reason), "length")
-    return "tool_calls" if called else "stop"
+        word = reason if isinstance(reason, str) else ""
+        return StopReason(STOP_KINDS.get(word, "max_tokens"), format="responses", raw=word)
+    return StopReason("tool_calls" if called else "end")
 
 
 def reasoning_of(item: JsonObject) -> tuple[str, bool]:
@@ -87,15 +104,19 @@ def call_of(item: JsonObject) -> tuple[str, str, str] | None:
     return None
 
 
-def own(items: list[JsonObject]) -> Native | None:
-    """The upstream's own items of a turn, to send back with it (the `extra` of its delta)."""
-    return Native("responses", {OWN_ITEMS: items}) if items else None
+def own(items: list[JsonObject], parts: list[JsonObject] | None = None) -> Native | None:
+    """The upstream's own items of a turn, to send back with it (the `extra` of its delta), and its messages'
+    parts as they came (annotations, logprobs), for a Responses front's message item."""
+    if not items and not parts:
+        return None
+    return Native("responses", {OWN_ITEMS: items, **({OUTPUT_PARTS: parts} if parts else {})})
 
 
 def delta_from_response(response: JsonObject) -> Delta:
     """A whole `response` as one delta."""
     delta = Delta(usage=usage_in(response.get("usage")), meta=meta_of(response))
     kept: list[JsonObject] = []
+    parts: list[JsonObject] = []
     reasoning: list[str] = []
     for item in response.get("output") or ():
         kind, call = item.get("type"), call_of(item)
@@ -103,6 +124,7 @@ def delta_from_response(response: JsonObject) -> Delta:
             delta.calls.append(CallFragment(len(delta.calls), *call))
         elif kind == "message":
             delta.content += message_text(item)
+            parts += item.get("content") or []
         elif kind == "reasoning":
             text, delta.reasoning_summary = reasoning_of(item)
             reasoning += [text] if text else []
@@ -112,8 +134,8 @@ def delta_from_response(response: JsonObject) -> Delta:
             delta.hosted_calls.append(Native("responses", item))
             kept.append(item)
     delta.reasoning = PARAGRAPH.join(reasoning)
-    delta.extra = own(kept)
-    delta.finish_reason = finish_reason(response, bool(delta.calls))
+    delta.extra = own(kept, parts)
+    delta.stop = stop_of(response, bool(delta.calls))
     return delta
 
 
@@ -123,6 +145,7 @@ class StreamDecoder:
 
     calls: int = 0
     kept: list[JsonObject] = field(default_factory=list)  # the upstream's own items, for the turn's `extra`
+    parts: list[JsonObject] = field(default_factory=list)  # its messages' parts as they came, likewise
     streamed: set[int] = field(default_factory=set)  # output indexes whose text came in deltas
     part: tuple[int, int] | None = None  # the reasoning part last streamed: (output index, summary index)
     finished: bool = False
@@ -142,7 +165,7 @@ class StreamDecoder:
             self.finished = True
             response = event.get("response") or {}
             usage = usage_in(response.get("usage"))
-            return [Delta(finish_reason=finish_reason(response, self.calls > 0), usage=usage, extra=own(self.kept))]
+            return [Delta(stop=stop_of(response, self.calls > 0), usage=usage, extra=own(self.kept, self.parts))]
         return []  # item openings, argument deltas (each call is read whole as it ends), and event types added later
 
     def _reasoning(self, event: JsonObject, summary: bool) -> Delta:
@@ -161,6 +184,7 @@ class StreamDecoder:
             self.calls += 1
             return [Delta(calls=[CallFragment(self.calls - 1, *call)])]
         if kind == "message":
+            self.parts += item.get("content") or []
             text = message_text(item)
             return [Delta(content=text)] if text and index not in self.streamed else []
         self.kept.append(item)

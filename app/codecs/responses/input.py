@@ -16,6 +16,7 @@ from app.codecs.responses.tools import TOOL_SEARCH, custom_input, flat_name, sea
 from app.core.model import JsonObject, Message, Part, ToolCall, ToolSpec
 
 OWN_ITEMS = "items"  # the key of a turn's own Responses items in its `extra` (format `responses`)
+OUTPUT_PARTS = "parts"  # and of its messages' content parts, as the upstream gave them
 STATELESS = frozenset({"id"})  # what only a stored item means: the upstream refuses ids it never kept
 
 
@@ -37,8 +38,7 @@ def input_items(
         elif message.role == "assistant":
             items += own_items(message)
             if message.text():
-                text = {"type": "output_text", "text": message.text(), "annotations": []}
-                items.append({"type": "message", "role": "assistant", "content": [text]})
+                items.append({"type": "message", "role": "assistant", "content": _assistant_content(message)})
             for call in message.tool_calls:
                 spec = calls[call.id] = specs.get(call.name)
                 items.append(_call(call, spec))
@@ -48,6 +48,13 @@ def input_items(
             role = message.role if message.role in ("system", "developer") else "user"
             items.append({"type": "message", "role": role, "content": _content(message.content)})
     return items
+
+
+def _assistant_content(message: Message) -> list[JsonObject]:
+    """An assistant turn's output parts: a Responses client's as they came (annotations, logprobs, a refusal), the
+    others' as one text."""
+    native = message.native.value.get("content") if message.native and message.native.format == "responses" else None
+    return native if isinstance(native, list) else [{"type": "output_text", "text": message.text(), "annotations": []}]
 
 
 def _compaction(message: Message) -> JsonObject | None:

@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from app.codecs.responses.compaction import compaction_message
-from app.codecs.responses.input import OWN_ITEMS
+from app.codecs.responses.input import OUTPUT_PARTS, OWN_ITEMS
 from app.codecs.responses.protocol import (
     CompactionItem,
     CustomToolCallItem,
@@ -41,10 +41,12 @@ from app.codecs.responses.tools import (
     flat_name,
 )
 from app.common.errors import GatewayError
-from app.core.model import JsonObject, Message, Native, Part, ToolCall, Usage
+from app.core.model import JsonObject, Message, Native, Part, StopKind, StopReason, ToolCall, Usage
 
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reasons, as Responses says
+# The stop kinds a response is `incomplete` for, with Responses' reason; a reason not here reads as `max_tokens`.
+INCOMPLETE: dict[StopKind, str] = {"max_tokens": "max_output_tokens", "refused": "content_filter"}
+STOP_KINDS: dict[str, StopKind] = {reason: kind for kind, reason in INCOMPLETE.items()}
 SEALED = "toolsift.v1."  # what starts an `encrypted_content` the gateway made
 SEALED_FIELDS = ("reasoning_details",)  # an OpenAI-compatible upstream's own reasoning fields, sent back next turn
 CallItem = FunctionCallItem | CustomToolCallItem | LocalShellCallItem | ToolSearchCallItem
@@ -92,11 +94,21 @@ def messages_of(items: list[InputItem], instructions: str | None) -> list[Messag
             role = "system" if item.role == "developer" else item.role
             content = _content(item.content, index, role == "assistant")
             assistant = role == "assistant"
+            parts = _output_parts(item.content) if assistant else None
             messages.append(Message(role, content, reasoning=reasoning if assistant else None,
-                                    extra=carried if assistant else None))  # fmt: skip
+                                    extra=carried if assistant else None, native=parts))  # fmt: skip
             if assistant:
                 reasoning = carried = None
     return messages
+
+
+def _output_parts(content: str | list[dict[str, Any]]) -> Native | None:
+    """An assistant turn's parts as they came (annotations, logprobs, a refusal), for a Responses upstream; output
+    text has its `annotations`, which the upstream requires."""
+    if isinstance(content, str):
+        return None
+    parts = [{"annotations": [], **part} if part.get("type") == "output_text" else part for part in content]
+    return Native("responses", {"content": parts})
 
 
 def _open_turn(message: Message | None) -> bool:
@@ -231,6 +243,15 @@ def message_item(text: str, status: str = "completed", ident: str | None = None)
     }
 
 
+def upstream_parts(extra: Native | None, text: str) -> list[JsonObject] | None:
+    """A Responses upstream's message parts of a turn (`extra`), when they say all of `text` (its annotations and
+    logprobs kept); None when the text is more than theirs (earlier rounds', the gateway's own)."""
+    parts = extra.value.get(OUTPUT_PARTS) if extra is not None and extra.format == "responses" else None
+    if not isinstance(parts, list) or "".join(str(p.get("text") or p.get("refusal") or "") for p in parts) != text:
+        return None
+    return parts
+
+
 def output_text(text: str) -> JsonObject:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
@@ -239,20 +260,33 @@ def function_call_item(call: ToolCall, status: str = "completed", ident: str | N
     return call_item(call, None, ident or item_id("fc"), status)
 
 
+def incomplete_reason(stop: StopReason | None) -> str | None:
+    """Why a response is incomplete (a Responses upstream's own reason as it came), or None: it is not."""
+    if stop is None:
+        return None
+    return stop.said_in("responses") or INCOMPLETE.get(stop.kind)
+
+
 def usage_json(usage: Usage | None) -> JsonObject | None:
+    """Usage in Responses' terms: the typed counts in their details objects, beside what a Responses upstream said
+    more."""
     if usage is None:
         return None
-    completion_details = usage.extra.get("completion_tokens_details")
+    extra = usage.extra_in("responses")
     cache = {"cached_tokens": usage.cache_read_tokens or 0, "cache_write_tokens": usage.cache_write_tokens or 0}
     return {
-        "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": cache,
-        "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": _count(completion_details, "reasoning_tokens")},
-        "total_tokens": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,
+        **extra,
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {**cache, **_details(extra, "input_tokens_details")},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {
+            "reasoning_tokens": usage.reasoning_tokens or 0,
+            **_details(extra, "output_tokens_details"),
+        },
+        "total_tokens": usage.total_tokens or usage.input_tokens + usage.output_tokens,
     }
 
 
-def _count(details: Any, name: str) -> int:
-    value = details.get(name) if isinstance(details, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _details(extra: JsonObject, name: str) -> JsonObject:
+    details = extra.get(name)
+    return details if isinstance(details, dict) else {}

@@ -100,9 +100,7 @@ def test_a_missing_data_file_is_an_error_naming_it(
     assert not (tmp_path / "results").exists()
 
 
-def test_a_run_without_record_leaves_the_tracked_records_alone(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_run_without_record_leaves_the_tracked_records_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Running a bench the README invites a reader to run must not rewrite the record behind the docs' figures:
     without `--record` a run's record goes to bench/results/local/ (untracked)."""
     import argparse

@@ -12,7 +12,7 @@ import pytest
 from app.codecs.responses.answers import StreamDecoder, delta_from_response
 from app.codecs.responses.items import function_call_item, message_item, reasoning_item, usage_json
 from app.codecs.responses.requests import chat_request, request_body
-from app.core.model import ChatRequest, Delta, ResponseMeta, ToolCall, UpstreamRequest, Usage
+from app.core.model import ChatRequest, Delta, ResponseMeta, StopReason, ToolCall, UpstreamRequest, Usage
 from app.engine.events import ClientToolCall, ContentDelta, DiscoveryStats, Finished, ReasoningDelta, RoundStarted
 from app.fronts.responses_items import ResponseCall
 from app.fronts.responses_stream import ResponsesStream
@@ -68,9 +68,7 @@ def test_a_request_reads_back_as_written(stream: bool) -> None:
     assert again.stream == request.stream == stream
 
 
-USAGE = Usage(
-    10, 5, 15, {"completion_tokens_details": {"reasoning_tokens": 3}}, cache_read_tokens=2, cache_write_tokens=1
-)
+USAGE = Usage(10, 5, 15, cache_read_tokens=2, cache_write_tokens=1, reasoning_tokens=3)
 CALL = ToolCall("call_b", "lookup", '{"order": "8"}')
 
 
@@ -86,7 +84,7 @@ def said(deltas: list[Delta]) -> dict[str, Any]:
         "content": "".join(delta.content for delta in deltas),
         "reasoning": "".join(delta.reasoning for delta in deltas),
         "calls": [tuple(calls[index]) for index in sorted(calls)],
-        "finish": [delta.finish_reason for delta in deltas if delta.finish_reason],
+        "finish": [delta.stop.kind for delta in deltas if delta.stop],
         "usage": [delta.usage for delta in deltas if delta.usage is not None],
     }
 
@@ -107,7 +105,8 @@ def test_a_response_reads_back_as_rendered() -> None:
     assert said([delta]) == EXPECTED
     assert (delta.meta.id, delta.meta.model, delta.meta.created) == ("resp_1", "m-1", 5) if delta.meta else False
     incomplete = {**response, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
-    assert delta_from_response({**incomplete, "output": []}).finish_reason == "length"
+    stop = delta_from_response({**incomplete, "output": []}).stop
+    assert stop == StopReason("max_tokens", None, "responses", "max_output_tokens")
 
 
 def test_a_stream_reads_back_as_rendered() -> None:
@@ -119,7 +118,7 @@ def test_a_stream_reads_back_as_rendered() -> None:
         ContentDelta("Let "),
         ContentDelta("me look."),
         ClientToolCall(0, CALL),
-        Finished("tool_calls", USAGE, DiscoveryStats(1, 0, (), (), (), 0, (), False)),
+        Finished(StopReason("tool_calls"), USAGE, DiscoveryStats(1, 0, (), (), (), 0, (), False)),
     ]
     text = "".join(chunk for event in rendered for chunk in stream.render(event))
     decoder = StreamDecoder()

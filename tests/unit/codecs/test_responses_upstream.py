@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 
 from app.codecs.responses.answers import StreamDecoder, delta_from_response, failure
 from app.codecs.responses.requests import chat_request, request_body, with_reasoning_kept
-from app.core.model import Delta, Message, Native, ToolCall, UpstreamRequest
+from app.core.model import Delta, Message, Native, StopReason, ToolCall, UpstreamRequest
 from app.fronts.responses_wire import parse_responses_request
 from tests.support.responses_upstream import (
     custom_call,
@@ -147,8 +147,8 @@ def said(deltas: list[Delta]) -> dict[str, Any]:
         "blocks": [block.value for delta in deltas for block in delta.reasoning_blocks],
         "hosted": [call.value for delta in deltas for call in delta.hosted_calls],
         "extra": [delta.extra.value for delta in deltas if delta.extra is not None],
-        "finish": [delta.finish_reason for delta in deltas if delta.finish_reason],
-        "usage": [(delta.usage.prompt_tokens, delta.usage.completion_tokens) for delta in deltas if delta.usage],
+        "finish": [delta.stop.kind for delta in deltas if delta.stop],
+        "usage": [(delta.usage.input_tokens, delta.usage.output_tokens) for delta in deltas if delta.usage],
     }
 
 
@@ -162,7 +162,7 @@ EXPECTED = {
     ],
     "blocks": [THOUGHT],
     "hosted": [SEARCH],
-    "extra": [{"items": [THOUGHT, SEARCH]}],
+    "extra": [{"items": [THOUGHT, SEARCH], "parts": ANSWER["output"][2]["content"]}],  # its message's parts too
     "finish": ["tool_calls"],
     "usage": [(30, 7)],
 }
@@ -173,7 +173,7 @@ def test_a_response_reads_as_the_engines_deltas() -> None:
     assert said([delta]) == EXPECTED
     assert delta.meta is not None and (delta.meta.id, delta.meta.model) == (ANSWER["id"], "gpt-5-upstream")
     short = response(message("Cut"), incomplete="max_output_tokens")
-    assert delta_from_response(short).finish_reason == "length"
+    assert delta_from_response(short).stop == StopReason("max_tokens", None, "responses", "max_output_tokens")
 
 
 def test_the_scripted_stream_is_openais_and_reads_as_the_same_deltas() -> None:

@@ -177,7 +177,7 @@ def test_a_file_missing_its_closing_brace_after_editing_says_so_with_a_caret(tmp
         load_config(path)
     problems = caught.value.problems
     assert problems[0].startswith(f"{path}: invalid JSON at the end of the file: ")
-    assert problems[1] == '    4 |   }' and problems[2].index("^") - problems[2].index("|") - 2 == 3
+    assert problems[1] == "    4 |   }" and problems[2].index("^") - problems[2].index("|") - 2 == 3
     assert problems[-1] == "hint: the file ends too early: a closing } or ] is missing"
 
 

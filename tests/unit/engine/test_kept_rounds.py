@@ -61,7 +61,7 @@ async def _first_turn(gateway: Gateway, provider: ScriptedProvider, deferral: st
     ]
     user = Message("user", "Convert 250 USD to EUR and run `echo hi`.")
     answer = await aggregate(gateway.run(_ask([user]), caller))
-    assert answer.finish_reason == "tool_calls" and [call.name for call in answer.tool_calls] == ["shell"]
+    assert answer.stop.kind == "tool_calls" and [call.name for call in answer.tool_calls] == ["shell"]
     call = answer.tool_calls[0]
     assert call.id == mark("call_0") and marked(call.id), "the returned id says rounds were kept before it"
     return [user, Message("assistant", None, [call]), Message("tool", "hi", tool_call_id=call.id)]

@@ -49,7 +49,7 @@ async def test_a_plain_answer_is_routed_and_recorded(engine: tuple[Gateway, Scri
     record = RequestRecord()
     answer = await aggregate(record.observe(gateway.run(ask("hi"), Caller(ALICE))))
     assert (record.provider, record.model) == ("up", "gpt-test-mini"), "the first event says where it was routed"
-    assert answer.content == "Hello." and answer.finish_reason == "stop"
+    assert answer.content == "Hello." and answer.stop.kind == "end"
     assert record.rounds == 1 and record.usage is not None and record.usage.total_tokens == 15
     assert provider.rounds[0].model == "gpt-test-mini"
     names = provider.tool_names(0)

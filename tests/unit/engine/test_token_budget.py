@@ -12,7 +12,7 @@ import pytest
 
 from app.common.identity import Identity
 from app.config.identities import IdentityLimits
-from app.core.model import CallFragment, ChatRequest, ClientTool, Delta, Message, Options, ToolSpec, Usage
+from app.core.model import CallFragment, ChatRequest, ClientTool, Delta, Message, Options, StopReason, ToolSpec, Usage
 from app.engine.admission import DAY, LimitExceeded
 from app.engine.caller import Caller
 from app.engine.events import ContentDelta
@@ -59,7 +59,7 @@ async def test_an_answer_without_upstream_usage_is_limited_like_one_with_it(
     gateway, provider = engine
     ways = {"plain-usage": (False, Usage(10, 150, 160)), "plain": (False, None), "stream": (True, None)}
     for name, (stream, usage) in ways.items():
-        provider.script.append(Delta(content=ANSWER, finish_reason="stop", usage=usage))
+        provider.script.append(Delta(content=ANSWER, stop=StopReason(), usage=usage))
         caller = Caller(_identity(name))
         await _run(gateway, _ask(stream), caller)
         assert 140 <= await _counted(gateway, name) <= 200, name  # the reservation (200 and more) settled
@@ -85,7 +85,7 @@ async def test_run_task_spends_from_its_callers_budget(engine: tuple[Gateway, Sc
     """A run_task is admitted with the MCP request that carried it, and still reserves and spends its tokens."""
     gateway, provider = engine
     assert gateway.tasks is not None
-    provider.script += [Delta(content=ANSWER, finish_reason="stop"), Delta(content="again", finish_reason="stop")]
+    provider.script += [Delta(content=ANSWER, stop=StopReason()), Delta(content="again", stop=StopReason())]
     caller = Caller(_identity(), admitted=True)
     first = await gateway.tasks.run("Tell me a story.", None, caller=caller)
     assert first.error is None and first.answer == ANSWER
@@ -100,7 +100,7 @@ async def test_a_call_of_the_clients_own_tool_is_counted_where_the_upstream_repo
 ) -> None:
     gateway, provider = engine
     arguments = json.dumps({"text": ANSWER})
-    provider.script.append(Delta(calls=[CallFragment(0, "call_0", "write", arguments)], finish_reason="tool_calls"))
+    provider.script.append(Delta(calls=[CallFragment(0, "call_0", "write", arguments)], stop=StopReason("tool_calls")))
     tool = ClientTool(
         ToolSpec("write", "Write a text.", {"type": "object", "properties": {"text": {"type": "string"}}})
     )
@@ -113,7 +113,7 @@ async def test_a_call_of_the_clients_own_tool_is_counted_where_the_upstream_repo
 @pytest.mark.parametrize(("max_tokens", "reserved"), [(None, 700), (300, 300)])
 async def test_while_a_request_runs_it_holds_its_estimate(max_tokens: int | None, reserved: int) -> None:
     """Its prompt's tokens and its `max_tokens`, or `limits.default_output_tokens` where it sets none."""
-    provider = ScriptedProvider("up", Delta(content="ok", finish_reason="stop", usage=Usage(10, 5, 15)))
+    provider = ScriptedProvider("up", Delta(content="ok", stop=StopReason(), usage=Usage(10, 5, 15)))
     gateway = Gateway(make_config(limits={"default_output_tokens": 700}), providers={"up": provider})
     await gateway.start()
     try:

@@ -4,6 +4,7 @@ them, plain and streamed; through the chat and Responses fronts wherever their f
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -59,24 +60,37 @@ async def test_messages_get_the_id_the_stop_sequence_and_the_cache_figures(
     assert usage.output_tokens == 4
 
 
+def _data(text: str) -> list[Any]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_chat_and_responses_get_the_fields_their_formats_have(
     anthropic_upstream: Any, gateway_factory: Any, stream: bool
 ) -> None:
+    """Chat has the id, a finish reason (a stop sequence's is `stop`) and the cache's reads and writes in
+    `prompt_tokens_details`; Responses the cache's in `input_tokens_details` (its response ids are the gateway's,
+    which stores it, and it has no stop sequence)."""
     _, replies = anthropic_upstream
-    replies += [_reply(stream), httpx.Response(200, json=MESSAGE)]
+    replies += [_reply(stream), _reply(stream)]
     client, _ = await gateway_factory(anthropic_config())
     body: Any = {"model": "sonnet", "messages": [{"role": "user", "content": "count"}], "stop": ["###"]}
     if stream:
         body |= {"stream": True, "stream_options": {"include_usage": True}}
     chat = await client.post("/v1/chat/completions", json=body)
     if stream:
-        chunks = [line for line in chat.text.splitlines() if line.startswith("data: {")]
-        usage = httpx.Response(200, content=chunks[-1][6:]).json()["usage"]
+        chunks = _data(chat.text)
+        assert {chunk["id"] for chunk in chunks} == {"msg_abc"}
+        assert [chunk["choices"][0]["finish_reason"] for chunk in chunks if chunk["choices"]][-1] == "stop"
+        usage = chunks[-1]["usage"]
     else:
         assert chat.json()["id"] == "msg_abc" and chat.json()["choices"][0]["finish_reason"] == "stop"
         usage = chat.json()["usage"]
-    assert usage["prompt_tokens"] == 29 and usage["prompt_tokens_details"]["cached_tokens"] == 5
-    responses = await client.post("/v1/responses", json={"model": "sonnet", "input": "count"})
-    figures = responses.json()["usage"]
-    assert figures["input_tokens"] == 29 and figures["input_tokens_details"]["cached_tokens"] == 5
+    assert usage["prompt_tokens"] == 29 and usage["completion_tokens"] == 4
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 5, "cache_write_tokens": 7}
+    responses = await client.post("/v1/responses", json={"model": "sonnet", "input": "count", "stream": stream})
+    final = _data(responses.text)[-1]["response"] if stream else responses.json()
+    assert final["status"] == "completed" and final["output"][-1]["content"][0]["text"] == "Counted to three"
+    figures = final["usage"]
+    assert figures["input_tokens"] == 29 and figures["output_tokens"] == 4
+    assert figures["input_tokens_details"] == {"cached_tokens": 5, "cache_write_tokens": 7}

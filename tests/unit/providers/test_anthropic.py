@@ -38,7 +38,7 @@ def typed(deltas: list[Delta]) -> dict[str, Any]:
     return {
         "content": "".join(delta.content for delta in deltas),
         "calls": [(c.index, c.id, c.name, c.arguments) for delta in deltas for c in delta.calls if c.id or c.arguments],
-        "finish": [delta.finish_reason for delta in deltas if delta.finish_reason],
+        "finish": [delta.stop.kind for delta in deltas if delta.stop],
         "usage": [delta.usage for delta in deltas if delta.usage is not None],
         "meta": [(delta.meta.id, delta.meta.model) for delta in deltas[:1] if delta.meta is not None],
     }

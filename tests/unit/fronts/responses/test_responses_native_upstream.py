@@ -87,7 +87,8 @@ async def test_reasoning_hosted_calls_and_custom_calls_round_trip(gateway: Any) 
         {
             "type": "message",
             "role": "assistant",
-            "content": [{"type": "output_text", "text": "Patching.", "annotations": []}],
+            # The client's parts as it passed them back (as the gateway rendered them, with their logprobs).
+            "content": [{"type": "output_text", "text": "Patching.", "annotations": [], "logprobs": []}],
         },
         {"type": "custom_tool_call", "call_id": call["call_id"], "name": "apply_patch", "input": PATCH},
         {"type": "custom_tool_call_output", "call_id": call["call_id"], "output": "Done!"},

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.codecs.responses.items import SEALED, messages_of
-from app.core.model import Native, ResponseMeta, ToolCall
+from app.core.model import Native, ResponseMeta, StopReason, ToolCall
 from app.engine.events import ClientToolCall, ContentDelta, DiscoveryStats, Finished, RoundFinished, RoundStarted
 from app.fronts.responses_items import ResponseCall
 from app.fronts.responses_stream import ResponsesStream
@@ -119,7 +119,7 @@ def test_a_stream_seals_the_last_rounds_reasoning_before_its_calls() -> None:
         ContentDelta("Checking."),
         RoundFinished(2, 0.1, None, 0, extra=own),
         ClientToolCall(0, ToolCall("call_1", "lookup_order", '{"id": "o-2"}')),
-        Finished("tool_calls", None, stats, extra=own),
+        Finished(StopReason("tool_calls"), None, stats, extra=own),
     ]
     sent = events("".join(text for event in rendered for text in stream.render(event)))
     done = [event["item"] for event in sent if event["type"] == "response.output_item.done"]
