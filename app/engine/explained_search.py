@@ -60,6 +60,13 @@ def search_report(
         text = "Nothing is deferred: there is nothing to search."
         return {"mode": "none", "results": [], "weak": False, "text": text, "loaded": loaded}
     if server is not None and server not in discovery.by_group:
+        if every is not None and server in every.by_group:  # up, with its tools loaded from the start
+            text = (
+                f"{server}'s tools are loaded, not deferred: the model has them without a search, so search_tools "
+                "does not look among them. How they rank for these words is listed as loaded."
+            )
+            mode = search_mode(discovery.semantic, _hybrid(discovery.semantic, []))
+            return {"mode": mode, "queries": run, "results": [], "weak": False, "text": text, "loaded": loaded}
         servers = ", ".join(discovery.by_group) or "(none)"
         raise RequestRefused(f"Unknown server {server!r}; servers you can search: {servers}.", param="server")
     summaries = {group.label: group.summary for group in discovery.groups}

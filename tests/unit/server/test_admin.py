@@ -111,8 +111,11 @@ async def test_search_explains_each_score(gateway_factory: GatewayFactory) -> No
     assert best["matched"]["name"] == ["convert", "currency"]
     assert "currency" in best["matched"]["description"] and best["weak"] is False
     assert "finance__convert_currency" in found["text"], "what search_tools answers the model"
-    # The model's search covers deferred tools: weather's are loaded, so it is no server to search.
-    refused = await client.get("/admin/search", params={"query": "rain", "server": "weather"}, headers=bearer(ADMIN))
+    # The model's search covers deferred tools: weather's are loaded, which it says, ranking them as loaded.
+    loaded = await admin(client, "search", query="weather forecast", server="weather")
+    assert loaded["results"] == [] and loaded["text"].startswith("weather's tools are loaded, not deferred")
+    assert loaded["loaded"] and {found["name"].split("__")[0] for found in loaded["loaded"]} == {"weather"}
+    refused = await client.get("/admin/search", params={"query": "rain", "server": "nope"}, headers=bearer(ADMIN))
     assert refused.status_code == 400 and "servers you can search: notes, finance, textkit" in refused.text
     for params in ({"query": "x", "k": "0"}, {"query": "x", "k": "many"}, {}):
         bad = await client.get("/admin/search", params=params, headers=bearer(ADMIN))
