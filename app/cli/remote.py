@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from app.cli import render
+from app.cli import render, running
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ADMIN_KEY_VARIABLE = "TOOLSIFT_ADMIN_KEY"
@@ -34,14 +34,18 @@ class NoGateway(Exception):
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url",
-        default=os.environ.get("TOOLSIFT_URL", DEFAULT_URL),
-        help=f"a running gateway to ask (default: $TOOLSIFT_URL or {DEFAULT_URL}); without one, the servers start here",
+        default=os.environ.get("TOOLSIFT_URL"),
+        help=(
+            f"a running gateway to ask (default: $TOOLSIFT_URL, else the running `toolsift serve` or `demo` of this "
+            f"config, else {DEFAULT_URL}); without one, the servers start here"
+        ),
     )
     parser.add_argument("--admin-key", help=f"the gateway's admin key (default: ${ADMIN_KEY_VARIABLE})")
 
 
 def run(args: argparse.Namespace) -> int | None:
     """The command's exit status when the gateway answered it; None (after a note) when it must run locally."""
+    args.url = args.url or running.serving(args.config) or DEFAULT_URL
     params: dict[str, Any] = {"tool_set": args.tool_set} if args.tool_set else {}
     try:
         if args.command == "tools":

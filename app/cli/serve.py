@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from app.cli import load_or_exit
+from app.cli import load_or_exit, running
 from app.config import Config, config_warnings
 from app.engine.api import Engine
 from app.engine.build import build_gateway
@@ -82,14 +82,26 @@ def serve(config: Config, args: argparse.Namespace) -> int:
             TOOLSIFT_LOG_FORMAT=args.log_format,
             PROMETHEUS_MULTIPROC_DIR=counters,
         )
+        noted = running.note(_url(args.host, args.port), args.config)
         try:
             uvicorn.run("app.cli.serve:worker_app", factory=True, workers=args.workers, **options)
         finally:
+            running.forget(noted)
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(counters, ignore_errors=True)
         return 0
-    uvicorn.run(create_app(Engine(build_gateway(config, own_process=True))), log_config=None, **options)
+    noted = running.note(_url(args.host, args.port), args.config)  # `toolsift search` finds it by its config
+    try:
+        uvicorn.run(create_app(Engine(build_gateway(config, own_process=True))), log_config=None, **options)
+    finally:
+        running.forget(noted)
     return 0
+
+
+def _url(host: str, port: int) -> str:
+    """Where a command on this machine reaches the gateway: loopback for a gateway on every interface."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
 
 
 def port_taken(host: str, port: int) -> str | None:

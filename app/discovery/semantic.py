@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from cachetools import LRUCache
 
+from app.common.home import toolsift_home
 from app.common.offload import Lane
 from app.core.catalog import ToolEntry
 from app.discovery.embeddings import (
@@ -34,7 +35,7 @@ from app.discovery.embeddings import (
 from app.discovery.encode_budget import EncodeBudget, query_cost
 from app.discovery.encoder import Array, ModelLoadError
 from app.discovery.hybrid import QueryVectors, ServerMeans, sentences, server_means
-from app.discovery.models import find_model, toolsift_home
+from app.discovery.models import find_model
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 
 if TYPE_CHECKING:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from tests.support.browser import console_page
 
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 USER, ADMIN = "console-user-key", "console-admin-key"
+SERVED: dict[str, Path] = {}  # each served gateway's config
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,7 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
     path = tmp_path_factory.mktemp("console") / "config.json"
     path.write_text(json.dumps(config))
     with served_gateway(path, free_port()) as base:
+        SERVED[base] = path
         yield base
 
 
@@ -119,6 +122,21 @@ def test_cli_search_of_several_queries_asks_the_running_gateway(gateway: str, tm
     assert len(lines) == 5, "each query's own top 2"
     assert lines[1].split()[:3] == ["1", "convert", "currency"] and "finance__convert_currency" in lines[1]
     assert lines[3].split()[:4] == ["1", "create", "a", "note"] and "notes__create_note" in lines[3]
+
+
+def test_cli_search_finds_the_gateway_serving_its_config_on_any_port(gateway: str) -> None:
+    """`make demo PORT=8100`, then `toolsift search` from the config's folder: the running gateway answers, with no
+    URL passed (it noted its URL and config in toolsift's folder), where the command looked at port 8000 and then
+    started every server itself."""
+    config = SERVED[gateway]
+    environ = {name: value for name, value in os.environ.items() if name != "TOOLSIFT_URL"}
+    result = subprocess.run(
+        [TOOLSIFT, "search", "convert currency", "--admin-key", ADMIN], cwd=config.parent, env=environ,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"answered by the gateway at {gateway}" in result.stderr and "connecting" not in result.stderr
+    assert "finance__convert_currency" in result.stdout
 
 
 def test_cli_search_asks_the_running_gateway(gateway: str, tmp_path: Path) -> None:
