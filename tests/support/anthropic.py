@@ -12,7 +12,7 @@ import respx
 
 from app.config import parse_config
 from bench.cache_upstream import Refused, read_messages
-from tests.support.gateway import GatewayFactory, load_example
+from tests.support.gateway import GatewayFactory, example_targets
 
 ANTHROPIC_UPSTREAM = "http://anthropic.test/v1"
 
@@ -150,7 +150,7 @@ def anthropic_config(**extra: Any) -> Any:
 
 async def anthropic_gateway(gateway_factory: GatewayFactory) -> Any:
     """A gateway whose one model is Claude behind the in-memory upstream; weather loaded, finance deferred."""
-    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    targets = example_targets("weather", "finance")
     client, _ = await gateway_factory(anthropic_config(), targets=targets)
     return client
 

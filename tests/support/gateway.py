@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -31,6 +32,23 @@ def load_example(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# The example servers that keep no state between calls (no module-level store, nothing a call changes): one
+# instance of each serves every test, so a test does not pay for building their tools again. notes and calendar
+# keep what they are told, so each test gets its own.
+STATELESS_EXAMPLES = frozenset({"weather", "finance", "textkit"})
+
+
+@functools.cache
+def _shared_example(name: str) -> ModuleType:
+    return load_example(name)
+
+
+def example_targets(*names: str) -> dict[str, Any]:
+    """The example servers `names` as in-memory MCP targets for a Gateway: a shared instance of each stateless one,
+    a fresh one of each other."""
+    return {name: (_shared_example if name in STATELESS_EXAMPLES else load_example)(name).mcp for name in names}
 
 
 def make_config(**overrides: Any) -> Config:

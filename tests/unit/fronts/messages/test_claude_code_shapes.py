@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import Upstream, completion, load_example, make_config
+from tests.support import Upstream, completion, example_targets, make_config
 from tests.support.anthropic import anthropic_config, message, sse, tool_use
 
 BETAS = "claude-code-20250219,context-management-2025-06-27,mid-conversation-tool-changes-2026-07-01"
@@ -73,7 +73,7 @@ async def test_an_anthropic_upstream_gets_the_system_entry_beta_fields_and_heade
 ) -> None:
     calls, replies = anthropic_upstream
     replies.append(httpx.Response(200, json=message([{"type": "text", "text": "Hello."}], "end_turn")))
-    client, _ = await gateway_factory(anthropic_config(), targets={"weather": load_example("weather").mcp})
+    client, _ = await gateway_factory(anthropic_config(), targets=example_targets("weather"))
     body = claude_code_body([PROMPT, ENVIRONMENT], TOOLS, "sonnet")
     response = await client.post("/v1/messages?beta=true", json=body, headers=HEADERS)
     assert response.status_code == 200, response.text
