@@ -15,6 +15,7 @@ import pytest
 
 from app.common import tracing
 from app.config import Config
+from app.discovery import semantic
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from bench.common import start_redis
@@ -58,6 +59,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "or tests/e2e/<area>/ (processes, sockets, the model), <area> mirroring the app package they test, "
             "and drop any unit/e2e marker:\n  " + "\n  ".join(misplaced)
         )
+
+
+@pytest.fixture(autouse=True)
+def no_search_model_in_the_unit_tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit tier runs as on a machine without the search model: semantic search left on "auto" finds no model
+    and searches by keyword, as it does there. Loading the real model (seconds, and a core while it embeds the
+    tools) is the e2e tier's; a unit test of semantic search brings a model directory of its own."""
+    if tier_of(request.node.path) != "unit":
+        return
+    found = semantic.find_model
+
+    def only_directories(spec: str, base: Path | None = None) -> Path | None:
+        path = Path(spec).expanduser()
+        if path.is_dir() or (base is not None and (base / path).is_dir()):
+            return found(spec, base)
+        return None
+
+    monkeypatch.setattr(semantic, "find_model", only_directories)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -142,6 +142,7 @@ def anthropic_config(**extra: Any) -> Any:
             "providers": {"claude": CLAUDE_PROVIDER},
             "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
             "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
+            "mcp_limits": {"rebuild_interval_seconds": 0.01},  # as make_config's: a start never waits a second
             **extra,
         },
         environ={},
