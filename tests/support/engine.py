@@ -3,11 +3,17 @@ round it was sent, so the engine's entry runs without HTTP (as httpx's MockTrans
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from app.core.model import CallFragment, Delta, UpstreamRequest, Usage
+from app.config import Config
+from app.core.model import CallFragment, ChatRequest, Delta, Message, Options, UpstreamRequest, Usage
+from app.engine.answer import aggregate
+from app.engine.caller import Caller
+from app.engine.gateway import Gateway
+from tests.support.gateway import example_targets
 
 
 def said(text: str) -> Delta:
@@ -45,3 +51,26 @@ class ScriptedProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+def ask(text: str, model: str = "fast", **fields: Any) -> ChatRequest:
+    """A user's one-message request, as every front hands it to the engine."""
+    return ChatRequest(model, [Message("user", text)], [], Options(), **fields)
+
+
+async def answer_text(gateway: Gateway, request: ChatRequest, caller: Caller | None = None) -> str:
+    """What the engine answers `request`, as the user reads it."""
+    return (await aggregate(gateway.run(request, caller or Caller()))).content
+
+
+@contextlib.asynccontextmanager
+async def started_engine(config: Config, provider: str = "up") -> AsyncIterator[tuple[Gateway, ScriptedProvider]]:
+    """A started Gateway on `config` whose provider `provider` is scripted, beside the example servers the config
+    names; yields (gateway, provider) and stops the gateway after."""
+    scripted = ScriptedProvider(provider)
+    gateway = Gateway(config, mcp_targets=example_targets(*config.mcp_servers), providers={provider: scripted})
+    await gateway.start()
+    try:
+        yield gateway, scripted
+    finally:
+        await gateway.stop()
