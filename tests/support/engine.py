@@ -4,6 +4,7 @@ round it was sent, so the engine's entry runs without HTTP (as httpx's MockTrans
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -41,12 +42,16 @@ class ScriptedProvider:
     def tool_names(self, round_index: int) -> list[str]:
         return [tool.name for tool in self.rounds[round_index].tools]
 
+    def _sent(self, request: UpstreamRequest) -> None:
+        # As sent: the loop goes on appending to the conversation it passed, and a round is what it was then.
+        self.rounds.append(dataclasses.replace(request, messages=list(request.messages), tools=list(request.tools)))
+
     async def complete(self, request: UpstreamRequest) -> Delta:
-        self.rounds.append(request)
+        self._sent(request)
         return self.script.pop(0)
 
     async def stream(self, request: UpstreamRequest) -> AsyncGenerator[Delta, None]:
-        self.rounds.append(request)
+        self._sent(request)
         yield self.script.pop(0)
 
     async def aclose(self) -> None:
