@@ -50,10 +50,31 @@ def input_schema(tool: dict[str, Any]) -> Any:
     return schema
 
 
+# Whether this run writes the tracked record behind the docs' figures (`--record`): a run without it, as a reader
+# trying a bench, writes to bench/results/local/ (untracked), so it never changes a figure the docs quote.
+TRACKED = False
+
+
+class _Tracked(argparse.Action):
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        global TRACKED
+        TRACKED = True
+        setattr(namespace, self.dest, True)
+
+
 def add_record_options(parser: argparse.ArgumentParser, name: str) -> None:
-    """--no-record and --out NAME, the same on every bench."""
-    parser.add_argument("--no-record", action="store_true", help=f"do not write bench/results/{name}.json")
-    parser.add_argument("--out", metavar="NAME", help=f"record as bench/results/NAME.json (default: {name})")
+    """--record, --no-record and --out NAME, the same on every bench."""
+    parser.add_argument(
+        "--record",
+        action=_Tracked,
+        nargs=0,
+        default=False,
+        help=f"write bench/results/{name}.json, the record behind the docs' figures (without it: bench/results/local/)",
+    )
+    parser.add_argument("--no-record", action="store_true", help="write no record at all")
+    parser.add_argument("--out", metavar="NAME", help=f"record as NAME.json (default: {name})")
 
 
 def record(
@@ -66,7 +87,7 @@ def record(
 ) -> Path:
     """Write `<results_dir>/<name>.json`: the run's numbers with what is needed to reproduce and judge them (the
     machine, the commit, the command, the load generator), so a published figure points at one recorded run."""
-    directory = results_dir or Path(os.environ.get(RESULTS_ENV) or RESULTS)
+    directory = results_dir or Path(os.environ.get(RESULTS_ENV) or (RESULTS if TRACKED else RESULTS / "local"))
     commit, dirty = git_state()
     document = {
         "bench": name,

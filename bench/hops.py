@@ -24,6 +24,7 @@ import respx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import parse_config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from bench.common import ROOT, add_record_options, record
@@ -88,7 +89,7 @@ def trace(front: str, stream: bool) -> tuple[list[str], list[str]]:
     async def run() -> None:
         gateway = Gateway(config, mcp_targets={"notes": notes.mcp})
         await gateway.start()
-        app = create_app(gateway)
+        app = create_app(Engine(gateway))
         sse = "data: " + str(COMPLETION).replace("'", '"') + "\n\ndata: [DONE]\n\n"
         try:
             with respx.mock(assert_all_called=False) as router:

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS_ENV, checkout_commit, record
+from common import RESULTS_ENV, add_record_options, checkout_commit, record
 
 BENCH = Path(__file__).resolve().parent
 # Where each bench keeps the figures of this checkout and of the baseline in its record.
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("bench", choices=sorted(FIGURES))
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-record", action="store_true")
+    add_record_options(parser, "BENCH-repeat")
     args, rest = parser.parse_known_args()  # the rest goes to the bench
     rest = [arg for arg in rest if arg != "--"]
     runs: list[dict[str, tuple[float, float]]] = []
@@ -68,7 +68,7 @@ def main() -> None:
         shown = " ".join(f"{value:.3f}" for value in ratios)
         print(f"{figure:<22} {ours:>10.3f} {base:>10.3f} {ratio:>7.3f}   {shown}")
     if not args.no_record:
-        record(f"{args.bench}-repeat", {"runs": args.runs, "baseline": baseline, "figures": summary})
+        record(args.out or f"{args.bench}-repeat", {"runs": args.runs, "baseline": baseline, "figures": summary})
 
 
 if __name__ == "__main__":

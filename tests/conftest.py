@@ -16,6 +16,7 @@ import pytest
 from app.common import tracing
 from app.config import Config
 from app.discovery import semantic
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from bench.common import start_redis
@@ -137,7 +138,7 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
             targets = example_targets(*(name for name in config.mcp_servers if (SERVERS / f"{name}.py").exists()))
         gateway = Gateway(config, mcp_targets=targets)
         await gateway.start()
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(gateway)), base_url="http://gw")
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(Engine(gateway))), base_url="http://gw")
         started.append((gateway, client))
         return client, gateway
 

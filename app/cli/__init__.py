@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         answered = remote.run(args)
         if answered is not None:
             return answered
+    if args.config_source.startswith("the default") and not Path(args.config).exists():
+        print(
+            f"toolsift: no config file here: looked for {Path(args.config).resolve()} ({args.config_source}). "
+            f"Run from the folder that holds it, or name it: --config PATH (or set ${CONFIG_VARIABLE}).",
+            file=sys.stderr,
+        )
+        return 2
     config = load_or_exit(args.config)
     if args.command in LOCAL_REPORTS:  # the config these answers come from, never silently ./config.json
         print(f"config: {Path(args.config).resolve()} ({args.config_source})", file=sys.stderr)

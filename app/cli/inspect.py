@@ -22,19 +22,13 @@ from app.common.errors import RequestRefused
 from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
-from app.discovery.queries import QueryBudget
-from app.discovery.search import prepare_search
 from app.engine.build import build_gateway, running
+from app.engine.discovery_views import every_discovery, model_discovery
+from app.engine.explained_search import explained_search
 from app.engine.gateway import Gateway
-from app.fronts.inspection import (
-    check_server,
-    every_discovery,
-    manifest_report,
-    model_discovery,
-    search_report,
-    tool_rows,
-)
+from app.fronts.inspection import check_server, manifest_report, tool_rows
 from app.mcp.client.state import ServerState
+from app.store import Stores
 from app.store.eviction import eviction_problem
 
 
@@ -59,7 +53,7 @@ async def connected(config: Config) -> AsyncIterator[Gateway]:
 
     manager.on_started = report
     if total and not live:
-        print(f"connecting {total} MCP servers...", file=sys.stderr)
+        print(f"connecting {total} MCP server{'' if total == 1 else 's'}...", file=sys.stderr)
     async with running(gateway, "inspect"):
         yield gateway
 
@@ -72,7 +66,7 @@ async def check(config: Config, _: argparse.Namespace) -> int:
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
     counters = config.limits_redis_url()
-    evicting = await eviction_problem(counters) if counters else None
+    evicting = await _eviction(counters) if counters else None
     if evicting is not None:
         print(f"warning: {evicting}", file=sys.stderr)
     print(scaling_line(config), file=sys.stderr)
@@ -162,12 +156,21 @@ async def search(config: Config, args: argparse.Namespace) -> int:
             return 2
     if discovery is None:
         print("no deferred tools: the model gets every tool as is, without search_tools", file=sys.stderr)
-    most = config.max_queries_per_search
-    await prepare_search(discovery or every, {"queries": args.queries}, QueryBudget(most))
     limit = args.k or config.tool_discovery.max_search_results
     try:
-        report = search_report(discovery, args.queries, args.server, limit, every, most)
+        report = await explained_search(
+            discovery, every, args.queries, args.server, limit, config.max_queries_per_search
+        )
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)
         return 2
     return render.search(report, args.queries, args.explain)
+
+
+async def _eviction(url: str) -> str | None:
+    """The counters' Redis asked for its eviction policy, on a client closed again at once."""
+    stores = Stores(timeout=2.0)
+    try:
+        return await eviction_problem(stores.client(url))
+    finally:
+        await stores.aclose()

@@ -10,6 +10,7 @@ import sys
 
 from app.cli.stdio_handshake import EarlyInitialize
 from app.config import Config
+from app.engine.api import Engine
 from app.fronts.mcp.handshake import initialize_result
 
 
@@ -27,7 +28,7 @@ async def mcp(config: Config, args: argparse.Namespace) -> int:
     from app.fronts.mcp.server import McpFront
 
     gateway = build_gateway(config)
-    front = McpFront(gateway, args.mode or config.mcp_front.mode, args.tool_set)
+    front = McpFront(Engine(gateway), args.mode or config.mcp_front.mode, args.tool_set)
     try:
         front.served()
     except RequestRefused as exc:

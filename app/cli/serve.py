@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -15,6 +17,7 @@ import uvicorn
 
 from app.cli import load_or_exit
 from app.config import Config, config_warnings
+from app.engine.api import Engine
 from app.engine.build import build_gateway
 from app.server.app import create_app
 from app.server.client_timeouts import TimedHttpProtocol
@@ -34,6 +37,10 @@ WORKERS_NEED_REDIS = (
 def serve(config: Config, args: argparse.Namespace) -> int:
     if args.workers < 1:
         print(f"error: --workers must be 1 or more, not {args.workers}", file=sys.stderr)
+        return 2
+    taken = port_taken(args.host, args.port)
+    if taken is not None:  # before any server connects: with a dozen servers that takes half a minute
+        print(f"error: {taken}", file=sys.stderr)
         return 2
     if args.workers > 1 and not config.store.redis_url:
         print(f"error: {WORKERS_NEED_REDIS.format(workers=args.workers)}", file=sys.stderr)
@@ -81,8 +88,30 @@ def serve(config: Config, args: argparse.Namespace) -> int:
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
             shutil.rmtree(counters, ignore_errors=True)
         return 0
-    uvicorn.run(create_app(build_gateway(config, own_process=True)), log_config=None, **options)
+    uvicorn.run(create_app(Engine(build_gateway(config, own_process=True))), log_config=None, **options)
     return 0
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why the gateway cannot listen on `host`:`port` (already in use, or not an address here), or None. Asked by
+    binding it once, as the server will (with the same address reuse), then letting it go."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is already in use (another toolsift, or another server): stop it, or "
+                    f"choose another port with --port (make demo PORT={port + 1})"
+                )
+            return f"cannot listen on {host}:{port}: {exc.strerror}"
+    return None
 
 
 def demo(config: Config, args: argparse.Namespace) -> int:
@@ -90,6 +119,10 @@ def demo(config: Config, args: argparse.Namespace) -> int:
     from app.demo.launch import with_demo_model
     from app.demo.server import DemoModel
 
+    taken = port_taken(args.host, args.port)
+    if taken is not None:
+        print(f"error: {taken}", file=sys.stderr)
+        return 2
     model = DemoModel(max_body_bytes=config.max_request_bytes).start()
     print(
         f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
@@ -107,4 +140,4 @@ def worker_app() -> Any:
     configure_logging(os.environ.get("TOOLSIFT_LOG_LEVEL", "info"), os.environ.get("TOOLSIFT_LOG_FORMAT", "text"))
     config = load_or_exit(os.environ["TOOLSIFT_CONFIG"])
     TimedHttpProtocol.configure(config.client_header_timeout, config.client_body_timeout)  # before any connection
-    return create_app(build_gateway(config, own_process=True))
+    return create_app(Engine(build_gateway(config, own_process=True)))

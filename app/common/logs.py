@@ -12,6 +12,7 @@ are formatted and the per-request line itself belong to the server edge (app/ser
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -69,3 +70,14 @@ def guard_secrets(secrets: Iterable[str]) -> int:
 def new_request_id() -> str:
     """A fresh request id, for a request whose client sent none (or none usable)."""
     return f"req_{token_hex(8)}"
+
+
+def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any], quoted: tuple[str, ...] = ()) -> None:
+    """Log `event key=value ...` (plain) or as JSON keys (with a JSON formatter); the `quoted` keys' values (an
+    error's reason: words and spaces) are quoted in the plain line, so it still splits on spaces."""
+    text = " ".join(f"{key}={_plain(value) if key in quoted else value}" for key, value in fields.items())
+    logger.info("%s %s", event, text, extra={"fields": fields, "event": event})
+
+
+def _plain(value: Any) -> str:
+    return json.dumps(str(value), ensure_ascii=False)

@@ -13,10 +13,16 @@ import json
 def describe(source: str, text: str, error: json.JSONDecodeError) -> list[str]:
     """The problem lines for `error` in `text` (the file named `source`)."""
     lines = [f"{source}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}"]
-    row = text.splitlines()[error.lineno - 1] if text.strip() else ""
+    rows = text.splitlines()
+    line, column = error.lineno, error.colno
+    if text.strip() and error.pos >= len(text.rstrip()):  # at the end, past a last line break: its last text
+        lines = [f"{source}: invalid JSON at the end of the file: {error.msg}"]
+        line = len(text.rstrip().splitlines())
+        column = len(rows[line - 1].rstrip()) + 1
+    row = rows[line - 1] if text.strip() and line <= len(rows) else ""
     if row.strip():
-        number = f"{error.lineno:>5}"
-        lines += [f"{number} | {row.rstrip()}", f"{' ' * len(number)} | {' ' * (error.colno - 1)}^"]
+        number = f"{line:>5}"
+        lines += [f"{number} | {row.rstrip()}", f"{' ' * len(number)} | {' ' * (column - 1)}^"]
     hint = _hint(text, error)
     if hint:
         lines.append(f"hint: {hint}")
@@ -28,6 +34,8 @@ def _hint(text: str, error: json.JSONDecodeError) -> str | None:
     before = text[: error.pos].rstrip()
     if not text.strip():
         return "the file is empty: a config is one JSON object, at least {}"
+    if error.pos >= len(text.rstrip()) and not message.startswith("Extra data"):
+        return "the file ends too early: a closing } or ] is missing"
     if at.startswith(("//", "/*", "#")):
         return 'a comment: JSON has none; remove it (a server\'s note can go in its "description")'
     if at[:1] in "}]" and before.endswith(","):

@@ -168,11 +168,11 @@ class Limiter:
         except StoreUnavailable as exc:
             self._failed_open(exc)
 
-    async def check_store(self, redis_url: str | None) -> str | None:
+    async def check_store(self, stores: Stores, redis_url: str | None) -> str | None:
         """Warn (once, at start-up) when the Redis that holds the counters may evict them."""
         if not redis_url:
             return None
-        problem = await eviction_problem(redis_url)
+        problem = await eviction_problem(stores.client(redis_url))
         if problem is not None:
             log.warning("%s", problem)
         return problem

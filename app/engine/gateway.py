@@ -33,6 +33,7 @@ from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.kept_rounds import RoundKeeper
 from app.engine.loop import CallPolicy, ChatLoop
+from app.engine.mcp_clients import ClientStates
 from app.engine.metering import TokenMeter
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
@@ -72,12 +73,17 @@ class Gateway:
         self.discovery = DiscoveryCache(
             discovery.manifest_max_tokens, self.semantic, client_cache_bytes=discovery.client_index_cache_mb << 20
         )
+        self.every = DiscoveryCache(
+            semantic=self.semantic, everything=True
+        )  # every tool, deferred or not: the console's
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         # Every store on one Redis shares a client and a circuit breaker: one client per Redis, closed at `stop`.
         self.stores = Stores(config.store.timeout_ms / 1000)
         self.sessions = session_store(config.sessions, config.store.redis_url, self.stores, self.identities)
         self.rounds = RoundKeeper(self.sessions.store, config.sessions.ttl_seconds)  # beside the sessions
+        # What each MCP front client enabled, beside the sessions too.
+        self.mcp_clients = ClientStates(self.sessions.store, config.sessions.ttl_seconds, config.sessions.max_tools)
         self.responses = response_store(config.responses_store, config.store.redis_url, self.stores, self.identities)
         self.limits = Limiter(
             limits_store(config.limits_redis_url(), self.stores), self.metrics, config.request_deadline + 60
@@ -91,7 +97,7 @@ class Gateway:
         self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
         self._tools_changed()
-        await self.limits.check_store(self.config.limits_redis_url())
+        await self.limits.check_store(self.stores, self.config.limits_redis_url())
         self.started = True
 
     def _prepare_discovery(self, catalog: Catalog) -> None:

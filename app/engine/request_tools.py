@@ -58,6 +58,7 @@ from app.engine.native_deferral import with_loads
 
 CLIENT_GROUP = "client"
 CLIENT_SUMMARY = "Tools of the calling application"
+PROXY_NOTE = "These tools are callable through call_tool."
 
 
 class ToolKind(Enum):
@@ -79,9 +80,13 @@ class RequestTools:
         query_tokens: int = DEFAULT_QUERY_TOKENS,
         deferral: str = "tools",
         search_output: bool = False,
+        proxy: bool = False,
     ) -> None:
         """`deferral`: how found tools reach the upstream, `tools` (added to the list), `call_tool` or `native`;
-        `search_output`: a `native` upstream that loads tools from tool search outputs (the Responses API)."""
+        `search_output`: a `native` upstream that loads tools from tool search outputs (the Responses API);
+        `proxy`: searches for a client that runs what it finds through `call_tool` (the MCP front's proxy mode),
+        which may find any tool, loads nothing and reads the found tools' schemas in the result."""
+        self.proxy = proxy
         self.entries = {entry.name: entry for entry in entries}
         self.discovery = discovery
         self.max_results = max_results
@@ -250,8 +255,12 @@ class RequestTools:
         call's queries past that are named, not run."""
         assert self.discovery is not None
         self.search_calls += 1
-        loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         budget = QueryBudget(self.max_queries, left, per_request)
+        if self.proxy:  # nothing counts as loaded, and nothing related is added: the client asked for what it finds
+            return run_search(
+                arguments, self.discovery, _nothing, self.max_results, loaded_note=PROXY_NOTE, budget=budget
+            )
+        loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         note = FOUND_NOTE if self.call_tool else LOADED_NOTE
         brief = self.call_tool or self.native  # the definitions follow in the text, or load where it stands
         outcome = run_search(
@@ -383,3 +392,7 @@ def history_tool_names(messages: list[Message]) -> list[str]:
             if call.name not in names:
                 names.append(call.name)
     return names
+
+
+def _nothing(name: str) -> bool:
+    return False

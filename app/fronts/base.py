@@ -14,6 +14,7 @@ from app.common.identity import Identity
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import DiscoveryStats, Event, Failed, Finished
+from app.fronts.shapes import ErrorShape
 
 log = logging.getLogger("toolsift.stream")
 INTERNAL_ERROR = "Internal gateway error while streaming; see the gateway log."
@@ -42,6 +43,7 @@ class Call:
 class Front(Protocol):
     name: str  # the API it serves, as traces name it (`chat_completions`, `messages`, `responses`)
     keepalive: str  # what a stream writes while it has nothing to say (a KeepAlive event, rendered)
+    shape: ErrorShape  # how its clients read an error: its own, and the refusals the edge answers for it
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
         """The body as the engine's request; GatewayError (400) when it is not a valid request. Pure CPU: a large

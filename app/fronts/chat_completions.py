@@ -33,6 +33,7 @@ from app.engine.events import (
 )
 from app.fronts.base import Call, render_stream
 from app.fronts.chat_wire import parse_chat_request
+from app.fronts.shapes import OPENAI, ErrorShape
 from app.fronts.sse_wire import KEEPALIVE, sse
 
 log = logging.getLogger("toolsift.stream")
@@ -140,6 +141,7 @@ class ChatCompletionsFront:
     """`POST /v1/chat/completions`."""
 
     name = "chat_completions"
+    shape: ErrorShape = OPENAI  # how its clients read an error: its own and those the edge answers
     keepalive = KEEPALIVE
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
@@ -156,7 +158,7 @@ class ChatCompletionsFront:
         return render_stream(events, ChatStream(call.model, include_usage))
 
     def error(self, error: GatewayError) -> JsonObject:
-        return error.body()
+        return self.shape.failure(error)
 
     def answered(self, error: GatewayError) -> GatewayError:
         return error

@@ -10,17 +10,18 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from app.codecs.anthropic.answers import error_type, stop_reason, thinking_blocks, tool_use_json, usage_json
+from app.codecs.anthropic.answers import stop_reason, thinking_blocks, tool_use_json, usage_json
 from app.codecs.anthropic.protocol import BETA_HEADER
 from app.codecs.anthropic.requests import chat_request
 from app.common import tokens
-from app.common.errors import GatewayError, anthropic_error_body
+from app.common.errors import GatewayError
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import Event
 from app.fronts.base import Call, render_stream
 from app.fronts.messages_stream import PING, MessagesStream
 from app.fronts.messages_wire import parse_messages_request
+from app.fronts.shapes import ANTHROPIC, ErrorShape
 
 
 def message_json(answer: Answer, model: str) -> JsonObject:
@@ -63,6 +64,7 @@ class MessagesFront:
     """`POST /v1/messages` (and `count_tokens`)."""
 
     name = "messages"
+    shape: ErrorShape = ANTHROPIC  # how its clients read an error: its own and those the edge answers
     keepalive = PING
 
     def parse(self, body: bytes, call: Call) -> ChatRequest:
@@ -93,4 +95,4 @@ class MessagesFront:
         return render_stream(events, MessagesStream(model, self.error))
 
     def error(self, error: GatewayError) -> JsonObject:
-        return anthropic_error_body(error.message, error_type(error), error.fields)
+        return self.shape.failure(error)

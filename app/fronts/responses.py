@@ -26,6 +26,7 @@ from app.common.identity import Identity
 from app.common.offload import OFF_LOOP_BYTES
 from app.core.model import ChatRequest, ClientTool, JsonObject, Message, Native, ToolSpec
 from app.engine.answer import Answer
+from app.engine.api import UNAVAILABLE, ResponseStore, StoredResponse
 from app.engine.events import (
     ClientToolCall,
     ContentDelta,
@@ -35,12 +36,12 @@ from app.engine.events import (
     ReasoningBlock,
     ReasoningDelta,
 )
-from app.engine.responses_store import UNAVAILABLE, ResponseStore, StoredResponse
 from app.fronts.base import Call, render_stream
 from app.fronts.responses_items import ResponseCall, response_json, response_of_item
 from app.fronts.responses_pages import Page, listed
 from app.fronts.responses_stream import ResponsesStream
 from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
+from app.fronts.shapes import OPENAI, ErrorShape
 from app.fronts.sse_wire import KEEPALIVE
 
 log = logging.getLogger("toolsift.stream")
@@ -69,6 +70,7 @@ class ResponsesFront:
     """`POST /v1/responses`; stored responses for `previous_response_id` and `GET`/`DELETE /v1/responses/{id}`."""
 
     name = "responses"
+    shape: ErrorShape = OPENAI  # how its clients read an error: its own and those the edge answers
     keepalive = KEEPALIVE
 
     def __init__(self, store: ResponseStore) -> None:
@@ -195,7 +197,7 @@ class ResponsesFront:
         return render_stream(events, stream, store)
 
     def error(self, error: GatewayError) -> JsonObject:
-        return error.body()
+        return self.shape.failure(error)
 
     def answered(self, error: GatewayError) -> GatewayError:
         return error

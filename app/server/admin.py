@@ -8,19 +8,17 @@ every tool and recent queries: with gateway keys on it takes admin keys only (an
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.common.errors import RequestRefused, error_body
 from app.config import SEARCH_RESULTS_HARD_CAP
-from app.discovery.cache import DiscoveryCache
-from app.discovery.queries import QueryBudget
-from app.discovery.search import Discovery, prepare_search
-from app.engine.gateway import Gateway
-from app.fronts.inspection import every_discovery, manifest_report, model_discovery, search_report, tool_rows
+from app.engine.api import Engine
+from app.fronts.inspection import manifest_report, tool_rows
 from app.server.auth import identify
 from app.server.edge import loopback
 
@@ -47,15 +45,16 @@ def _error(status: int, message: str, code: str, param: str | None = None) -> JS
 
 
 class AdminApi:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.every = DiscoveryCache(semantic=gateway.semantic, everything=True)
-        config = gateway.config
+    VIEWS: ClassVar[tuple[AdminView, ...]]  # the JSON views, each at /admin/<its name>
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        config = engine.config
         self.api_keys = [key.encode() for key in config.auth.gateway_keys()]
         self.admin_keys = [key.encode() for key in config.auth.admin_keys if key]
 
     def _unavailable(self, request: Request) -> JSONResponse | None:
-        if not self.gateway.config.console.enabled:
+        if not self.engine.config.console.enabled:
             return _error(404, "The console is turned off (console.enabled).", "console_disabled")
         if not self.api_keys and not self.admin_keys and not loopback(request.scope):
             message = "Without gateway keys the console is served on loopback only: set auth.admin_keys."
@@ -83,62 +82,52 @@ class AdminApi:
         name, kind = PAGES[request.url.path]
         return Response((ASSETS / name).read_bytes(), media_type=kind, headers=SHELL_HEADERS)
 
-    def endpoint(self, name: str) -> Any:
-        handler = getattr(self, f"_{name}")
+    async def answer(self, view: AdminView, request: Request) -> Response:
+        """A view's JSON, behind the admin keys' check; a bad parameter is a 400 naming it."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        try:
+            body = await view(self, request)
+        except RequestRefused as exc:
+            return _error(400, exc.message, exc.code or "invalid_request", exc.param)
+        return JSONResponse(body, headers={"cache-control": "no-store"})
 
-        async def answer(request: Request) -> Response:
-            refused = self._refused(request)
-            if refused is not None:
-                return refused
-            try:
-                body = await handler(request)
-            except RequestRefused as exc:
-                return _error(400, exc.message, exc.code or "invalid_request", exc.param)
-            return JSONResponse(body, headers={"cache-control": "no-store"})
+    async def servers(self, _: Request) -> dict[str, Any]:
+        servers = [{"name": name, **health} for name, health in self.engine.health().items()]
+        return {"servers": servers, "search": self.engine.search_status()}
 
-        return answer
-
-    async def _servers(self, _: Request) -> dict[str, Any]:
-        servers = [{"name": name, **health} for name, health in self.gateway.mcp.health().items()]
-        return {"servers": servers, "search": self.gateway.semantic.status()}
-
-    async def _tools(self, request: Request) -> dict[str, Any]:
+    async def tools(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
-        config = self.gateway.config
-        tools = tool_rows(self.gateway.mcp.catalog, config, tool_set, _text(request, "server"))
+        config = self.engine.config
+        tools = tool_rows(self.engine.catalog, config, tool_set, _text(request, "server"))
         return {"tool_set": tool_set, "tool_sets": sorted(config.tool_sets), "tools": tools}
 
-    async def _manifest(self, request: Request) -> dict[str, Any]:
+    async def manifest(self, request: Request) -> dict[str, Any]:
         tool_set = _text(request, "tool_set")
-        return {"tool_set": tool_set, **manifest_report(self._discovery(tool_set))}
+        return {"tool_set": tool_set, **manifest_report(self.engine.discovery(tool_set))}
 
-    async def _search(self, request: Request) -> dict[str, Any]:
+    async def search(self, request: Request) -> dict[str, Any]:
         """One `query`, or several (`query` repeated) searched as one `search_tools` call of several queries."""
         queries = [value.strip() for value in request.query_params.getlist("query") if value.strip()]
         if not queries:
             raise RequestRefused("'query' is required: the words to search for.", param="query", code="missing_query")
-        config = self.gateway.config
+        config = self.engine.config
         limit = _number(request, "k", config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
-        discovery = self._discovery(tool_set)
-        every = every_discovery(self.gateway.mcp.catalog, config, tool_set, self.every)
-        most = config.max_queries_per_search
-        # The queries' vectors off the event loop, in one batch, as for a model.
-        await prepare_search(discovery or every, {"queries": queries}, QueryBudget(most))
-        report = search_report(discovery, queries, _text(request, "server"), limit, every, most)
+        report = await self.engine.explain_search(tool_set, queries, _text(request, "server"), limit)
         return {"query": queries[0], **report}
 
-    async def _requests(self, request: Request) -> dict[str, Any]:
-        recent = self.gateway.recent
-        return {"requests": recent.latest(_number(request, "limit", 50, 10_000))}
+    async def requests(self, request: Request) -> dict[str, Any]:
+        return {"requests": self.engine.recent_requests(_number(request, "limit", 50, 10_000))}
 
-    async def _metrics(self, _: Request) -> dict[str, Any]:
+    async def metrics(self, _: Request) -> dict[str, Any]:
         totals: dict[str, float] = {}
-        for family in self.gateway.metrics.registry.collect():
+        for family in self.engine.metrics_registry.collect():
             for sample in family.samples:
                 if sample.name.endswith(("_total", "_count")):
                     totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
-        recent = self.gateway.recent.latest()
+        recent = self.engine.recent_requests()
         names = ("requests", "rounds", "search_calls", "tools_discovered", "tools_prefetched", "tool_tokens_saved",
                  "cache_hits_lost", "upstream_cached_tokens", "upstream_cache_write_tokens")  # fmt: skip
         headline = {name: int(totals.get(f"toolsift_{name}_total", 0)) for name in names}
@@ -147,10 +136,6 @@ class AdminApi:
         headline["recent_requests"] = len(recent)
         headline["recent_likely_misses"] = sum(item["likely_miss"] for item in recent)
         return headline
-
-    def _discovery(self, tool_set: str | None) -> Discovery | None:
-        gateway = self.gateway
-        return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
 
 
 def _text(request: Request, name: str) -> str | None:
@@ -165,3 +150,8 @@ def _number(request: Request, name: str, default: int, most: int) -> int:
     if not raw.strip().isdigit() or not 1 <= int(raw) <= most:
         raise RequestRefused(f"'{name}' must be a whole number from 1 to {most}.", param=name, code="invalid_number")
     return int(raw)
+
+
+AdminView = Callable[[AdminApi, Request], Awaitable[dict[str, Any]]]
+AdminApi.VIEWS = (AdminApi.servers, AdminApi.tools, AdminApi.manifest, AdminApi.search, AdminApi.requests,
+                  AdminApi.metrics)  # fmt: skip

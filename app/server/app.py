@@ -6,8 +6,10 @@ Each front's requests run through one pipeline (app/server/serve.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -18,46 +20,49 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from app.engine.gateway import Gateway
+from app.engine.api import Engine
 from app.server.auth import ApiKeyMiddleware, Operators
 from app.server.edge import EdgeGuard, JsonBodies
-from app.server.endpoints import Endpoints, Handler
+from app.server.endpoints import Endpoints
 from app.server.mcp_http import HttpFront
 from app.server.redacting import RedactedAnswers
-from app.server.routes import routes, shape_for
+from app.server.routes import OPEN_PATHS, OPERATOR_VIEWS, Handler, Mount, openapi, routes
+from app.server.surfaces import shape_for
 
+TITLE = "toolsift"
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-request-id", "x-upstream-authorization"]
 CORS_HEADERS += ["mcp-session-id", "mcp-protocol-version", "last-event-id"]
 CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 
-def create_app(gateway: Gateway) -> ASGIApp:
-    mcp_front = HttpFront(gateway)
-    endpoints = Endpoints(gateway, mcp_front)
+def create_app(engine: Engine) -> ASGIApp:
+    mcp_front = HttpFront(engine)
+    endpoints = Endpoints(engine, mcp_front, openapi(TITLE), TITLE)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        await gateway.start()
+        await engine.start()
         try:
             async with mcp_front.lifespan():
                 yield
         finally:
-            await gateway.stop()
+            await engine.stop()
 
     router: list[BaseRoute] = []
     direct: dict[tuple[str, str], ASGIApp] = {}
     mounts: list[tuple[str, ASGIApp]] = []
-    for entry in routes(gateway.config.api_docs):
+    for entry in routes(engine.config.api_docs):
         if entry.mount:
-            mounts.append((entry.path, endpoints.app(entry.handler)))
+            mount = cast(Mount, entry.handler)
+            mounts.append((entry.path, mount(endpoints)))
             continue
-        handler = endpoints.handler(entry.handler)
+        handler = partial(cast(Handler, entry.handler), endpoints)
         router.append(Route(entry.path, handler, methods=list(entry.methods)))
         if entry.direct:
             direct.update({(method, entry.path): _bare(handler) for method in entry.methods})
     routed = Starlette(routes=router, exception_handlers={HTTPException: _unrouted}, lifespan=lifespan)
     dispatch = Dispatch(direct, mounts, routed)
-    return _guarded(dispatch, gateway)
+    return _guarded(dispatch, engine)
 
 
 async def _unrouted(request: Request, exc: Exception) -> Response:
@@ -66,7 +71,7 @@ async def _unrouted(request: Request, exc: Exception) -> Response:
     return JSONResponse(shape_for(request.url.path).unrouted(exc.status_code, str(exc.detail)), exc.status_code)
 
 
-def _bare(handler: Handler) -> ASGIApp:
+def _bare(handler: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
     """A handler as an ASGI app of its own: it reads and limits its body itself and answers every error in its
     front's shape, so it needs none of the router's layers."""
 
@@ -120,14 +125,14 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/")
 
 
-def _guarded(app: ASGIApp, gateway: Gateway) -> ASGIApp:
+def _guarded(app: ASGIApp, engine: Engine) -> ASGIApp:
     """Every path behind, outermost first: request id, origin and host checks (before any work); CORS, so that
     preflights from allowed origins are answered without a key; gateway keys; JSON-only bodies. Every answer
     leaves through the one redaction point (app/server/redacting.py)."""
-    config = gateway.config
+    config = engine.config
     app = JsonBodies(app)
-    if gateway.identities:
-        app = ApiKeyMiddleware(app, gateway.identities, Operators(config.auth))
+    if engine.identities:
+        app = ApiKeyMiddleware(app, engine.identities, Operators(config.auth), OPEN_PATHS, OPERATOR_VIEWS)
     if config.cors_origins:
         app = CORSMiddleware(
             app,

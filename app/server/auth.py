@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.common.identity import SCOPE_KEY, Identities, Identity
 from app.config import AuthConfig
-from app.server.routes import OPEN_PATHS, OPERATOR_PREFIXES, OPERATOR_VIEWS, shape_for
+from app.server.surfaces import OPERATOR_PREFIXES, shape_for
 
 
 def _own_guard(path: str) -> bool:
@@ -53,17 +53,28 @@ class Operators:
 
 
 class ApiKeyMiddleware:
-    def __init__(self, app: ASGIApp, identities: Identities, operators: Operators | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        identities: Identities,
+        operators: Operators | None = None,
+        open_paths: frozenset[str] = frozenset(),
+        operator_views: frozenset[str] = frozenset(),
+    ) -> None:
+        """`open_paths` need no key (the probes); `operator_views` take an admin key beside the gateway keys (the
+        route table's `access`)."""
         self.app = app
+        self.open_paths = open_paths
+        self.operator_views = operator_views
         self.identities = identities
         self.operators = operators
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path in OPEN_PATHS or _own_guard(path) or self._allowed(scope):
+        if scope["type"] != "http" or path in self.open_paths or _own_guard(path) or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        if path in OPERATOR_VIEWS and self.operators is not None and self.operators.present(scope):
+        if path in self.operator_views and self.operators is not None and self.operators.present(scope):
             await self.app(scope, receive, send)
             return
         message = "Missing or invalid API key: send 'Authorization: Bearer <key>' (or 'x-api-key') with a gateway key."

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.common.errors import GatewayError
 from app.common.logs import REQUEST_ID
-from app.server.routes import OPERATOR_PREFIXES, shape_for
+from app.server.surfaces import OPERATOR_PREFIXES, shape_for
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SCOPE_KEY = "toolsift.request_id"

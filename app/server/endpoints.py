@@ -1,22 +1,20 @@
-"""The handlers the route table (app/server/routes.py) names: the fronts' POSTs through the common pipeline
-(app/server/serve.py), the models list, health, readiness and metrics, and the docs; the Responses API's, the
-console's and the MCP front's own handlers are resolved here from their modules.
+"""The handlers the route table (app/server/routes.py) holds: the fronts' POSTs through the common pipeline
+(app/server/serve.py), the models list, health, readiness and metrics, and the docs; and the parts that hold the
+Responses API's, the console's and the MCP front's own (`responses`, `admin`, `mcp`).
 
 One instance of each front per app: each handler holds the front it serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp
 
 from app.common.errors import GatewayError, error_body
 from app.common.identity import identity_of
-from app.engine.gateway import Gateway
+from app.engine.api import Engine
 from app.fronts.chat_completions import ChatCompletionsFront
 from app.fronts.messages import MessagesFront
 from app.server.admin import AdminApi
@@ -24,62 +22,48 @@ from app.server.auth import Operators
 from app.server.mcp_http import HttpFront
 from app.server.observability import METRICS_CONTENT_TYPE, exposition
 from app.server.responses_routes import ResponsesApi
-from app.server.routes import openapi
 from app.server.serve import serve, serve_count
-
-Handler = Callable[[Request], Awaitable[Response]]
-TITLE = "toolsift"
 
 
 class Endpoints:
-    def __init__(self, gateway: Gateway, mcp: HttpFront) -> None:
-        self.gateway = gateway
-        self.config = gateway.config
+    def __init__(self, engine: Engine, mcp: HttpFront, openapi: dict[str, Any], title: str) -> None:
+        """`openapi`: the route table's document, served at /openapi.json as `title`."""
+        self.engine = engine
+        self.openapi_document = openapi
+        self.title = title
+        self.config = engine.config
         self.mcp = mcp
         self.chat_front = ChatCompletionsFront()
         self.messages_front = MessagesFront()
-        self.responses = ResponsesApi(gateway)
-        self.admin = AdminApi(gateway)
+        self.responses = ResponsesApi(engine)
+        self.admin = AdminApi(engine)
         self.operators = Operators(self.config.auth)
 
-    def handler(self, name: str) -> Handler:
-        """The handler a route table entry names: a method here, `responses.NAME`, `admin.page` or `admin.NAME`."""
-        group, _, member = name.partition(".")
-        if group == "admin":
-            return self.admin.page if member == "page" else self.admin.endpoint(member)
-        found: Handler = getattr(self.responses if group == "responses" else self, member or group)
-        return found
-
-    def app(self, name: str) -> ASGIApp:
-        """The ASGI app a mounted entry names (the MCP front)."""
-        found: ASGIApp = getattr(self, name)
-        return found
-
     async def chat(self, request: Request) -> Response:
-        return await serve(self.gateway, request, self.chat_front)
+        return await serve(self.engine, request, self.chat_front)
 
     async def messages(self, request: Request) -> Response:
-        return await serve(self.gateway, request, self.messages_front)
+        return await serve(self.engine, request, self.messages_front)
 
     async def count_tokens(self, request: Request) -> Response:
-        return await serve_count(self.gateway, request, self.messages_front)
+        return await serve_count(self.engine, request, self.messages_front)
 
     async def healthz(self, request: Request) -> Response:
         """Probes ask without a key, so this names no identity: a server with a connection per identity shows how
         many are open; an admin key (as in the admin API's `/admin/servers`) sees whose."""
-        servers = self.gateway.mcp.health()
+        servers = self.engine.health()
         if not self.operators.present(request.scope):
             servers = {name: _unnamed(server) for name, server in servers.items()}
         up = all(server["state"] in ("up", "disabled") for server in servers.values())
         status = "ok" if up else "degraded"
-        return JSONResponse({"status": status, "servers": servers, "search": self.gateway.semantic.status()})
+        return JSONResponse({"status": status, "servers": servers, "search": self.engine.search_status()})
 
     async def readyz(self, _: Request) -> Response:
         """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
         variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
         make the gateway unready."""
         problems = []
-        if not self.gateway.started:
+        if not self.engine.started:
             problems.append("starting")
         unable = self.config.provider_problems()
         if unable is not None:
@@ -90,9 +74,9 @@ class Endpoints:
     async def metrics(self, request: Request) -> Response:
         """Every series for an admin key (a scraper's) or without gateway keys; a gateway key sees the gateway's
         own series and its identity's, never another identity's."""
-        everything = not self.gateway.identities or self.operators.present(request.scope)
+        everything = not self.engine.identities or self.operators.present(request.scope)
         only = None if everything else identity_of(request.scope).id
-        return Response(exposition(self.gateway.metrics, only), media_type=METRICS_CONTENT_TYPE)
+        return Response(exposition(self.engine.metrics_registry, only), media_type=METRICS_CONTENT_TYPE)
 
     async def models(self, request: Request) -> Response:
         """The aliases the caller may ask for (an identity with `models` sees those of its list)."""
@@ -126,18 +110,18 @@ class Endpoints:
         """A model look-up counts against the caller's requests a minute (it holds no concurrency slot and spends
         no upstream tokens); the 429 when that is reached, else None."""
         try:
-            await self.gateway.limits.admit(identity_of(request.scope), hold=False, spends=False)
+            await self.engine.admit(identity_of(request.scope), hold=False, spends=False)
         except GatewayError as exc:
             return JSONResponse(exc.body(), exc.status, headers=exc.headers())
         return None
 
     async def openapi(self, _: Request) -> Response:
-        return JSONResponse(openapi(TITLE))
+        return JSONResponse(self.openapi_document)
 
     async def docs(self, _: Request) -> Response:
         from fastapi.openapi.docs import get_swagger_ui_html  # the page's HTML only; imported when docs are on
 
-        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{TITLE} - Swagger UI")
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{self.title} - Swagger UI")
 
 
 def _unnamed(server: dict[str, Any]) -> dict[str, Any]:

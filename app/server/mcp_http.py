@@ -21,12 +21,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.common.errors import GatewayError
 from app.common.identity import Identities, identity_of
-from app.core.catalog import ToolScope, narrowed, unknown_tool_set
-from app.engine.access import tool_scope
-from app.engine.gateway import Gateway
+from app.core.catalog import ToolScope
+from app.engine.api import Engine
 from app.fronts.mcp.server import McpFront, Mode
 from app.server.edge import refuse_error
-from app.server.routes import MCP
+from app.server.surfaces import MCP
 
 PATH = MCP.prefix
 NO_IDENTITY_NOTE = (
@@ -51,19 +50,16 @@ class GatewayKeyVerifier(TokenVerifier):
 class HttpFront:
     """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        config = self.config = gateway.config
-        identities = gateway.identities
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        config = self.config = engine.config
+        identities = engine.identities
         mode: Mode = config.mcp_front.mode if identities or config.mcp_front.mode != "lazy" else "proxy"
         note = NO_IDENTITY_NOTE if mode != config.mcp_front.mode else ""
-        # One front per tool set, and per (identity's tool set, asked tool set) pair an identity can make: what a
-        # caller is served never depends on which front it asked for, only on what it may see.
-        owns = [None, *dict.fromkeys(identity.tool_set for identity in identities.named() if identity.tool_set)]
-        scopes = dict.fromkeys(narrowed(own, asked) for own in owns for asked in [None, *config.tool_sets])
+        # One front per scope a caller can be served (the engine's `scopes`), built when the gateway starts.
         self.fronts = {
-            scope: McpFront(gateway, mode, scope, note, GatewayKeyVerifier(identities) if identities else None)
-            for scope in scopes
+            scope: McpFront(engine, mode, scope, note, GatewayKeyVerifier(identities) if identities else None)
+            for scope in engine.scopes()
         }
         self.apps: dict[ToolScope, Any] = {
             scope: front.server.http_app(path=PATH) for scope, front in self.fronts.items()
@@ -82,12 +78,10 @@ class HttpFront:
         identity = identity_of(scope)
         admission = None
         try:
-            if tool_set is not None and tool_set not in self.config.tool_sets:
-                raise unknown_tool_set(tool_set, self.config).as_gateway_error()
-            app = self.apps[tool_scope(identity, tool_set, self.gateway.mcp.catalog, self.config)]
+            app = self.apps[self.engine.scope(identity, tool_set)]
             _check_length(scope, self.config.max_request_bytes)
             if scope["method"] in ("POST", "GET", "DELETE"):  # a GET is a stream that waits for messages
-                admission = await self.gateway.limits.admit(identity, hold=scope["method"] == "POST")
+                admission = await self.engine.admit(identity, hold=scope["method"] == "POST")
         except GatewayError as exc:
             await refuse_error(scope, send, exc)
             return

@@ -23,16 +23,15 @@ from prometheus_client.registry import Collector
 
 from app.common import redaction
 from app.common.logs import install_log_hooks
-from app.engine.metrics import Metrics
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-def exposition(metrics: Metrics, only: str | None = None) -> bytes:
+def exposition(registry: CollectorRegistry, only: str | None = None) -> bytes:
     """This gateway's counters; under `serve --workers N`, every worker's, summed (each writes its own to files in
     PROMETHEUS_MULTIPROC_DIR, which `serve` sets), so a scrape is the same whichever worker answers it. With
     `only` (an identity id), the series labelled with another identity are left out."""
-    source: Collector = metrics.registry
+    source: Collector = registry
     if os.path.isdir(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")):
         source = CollectorRegistry()
         MultiProcessCollector(source)  # type: ignore[no-untyped-call]
@@ -91,8 +90,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def _plain(value: Any) -> str:
-    return json.dumps(str(value), ensure_ascii=False)
+CHATTY_LOGGERS = ("httpx", "httpx2", "mcp.server.streamable_http", "mcp.server.streamable_http_manager")
 
 
 def configure_logging(level: str, log_format: str) -> None:
@@ -107,12 +105,9 @@ def configure_logging(level: str, log_format: str) -> None:
     library = logging.getLogger("fastmcp")
     library.handlers[:] = []
     library.propagate = True
-    # httpx logs every upstream call at INFO: a second line per round beside the gateway's one line per request.
-    logging.getLogger("httpx").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
-
-
-def log_fields(logger: logging.Logger, event: str, fields: dict[str, Any], quoted: tuple[str, ...] = ()) -> None:
-    """Log `event key=value ...` (plain) or as JSON keys (with JsonFormatter); the `quoted` keys' values (an
-    error's reason: words and spaces) are quoted in the plain line, so it still splits on spaces."""
-    text = " ".join(f"{key}={_plain(value) if key in quoted else value}" for key, value in fields.items())
-    logger.info("%s %s", event, text, extra={"fields": fields, "event": event})
+    # HTTP clients log every request at INFO (httpx for upstreams, the MCP library's httpx2 for remote MCP servers,
+    # several a call), and the MCP library each session it opens and ends: lines per request beside the gateway's
+    # one, at DEBUG only.
+    chatter = logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(chatter)

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from app.common.errors import GatewayError
 from app.common.identity import identity_of
-from app.engine.gateway import Gateway
+from app.engine.api import Engine
 from app.fronts.base import Call, Limits
 from app.fronts.responses import ResponsesFront
 from app.fronts.responses_compact import CompactFront
@@ -21,20 +21,20 @@ from app.server.serve import serve
 
 
 class ResponsesApi:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.front = ResponsesFront(gateway.responses)
-        self.compact_front = CompactFront(gateway.responses)
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.front = ResponsesFront(engine.responses)
+        self.compact_front = CompactFront(engine.responses)
 
     async def create(self, request: Request) -> Response:
-        return await serve(self.gateway, request, self.front)
+        return await serve(self.engine, request, self.front)
 
     async def compact(self, request: Request) -> Response:
         """`POST /v1/responses/compact`: the conversation summarised by the routed model."""
-        return await serve(self.gateway, request, self.compact_front)
+        return await serve(self.engine, request, self.compact_front)
 
     async def stored(self, request: Request) -> Response:
-        config = self.gateway.config
+        config = self.engine.config
         call = Call(request_id_of(request.scope), identity_of(request.scope), Limits(config.max_messages, 0))
         response_id = request.path_params["response_id"]
         try:
@@ -48,7 +48,7 @@ class ResponsesApi:
 
     async def input_items(self, request: Request) -> Response:
         """`GET /v1/responses/{id}/input_items`: the items a stored response answered, a page at a time."""
-        config = self.gateway.config
+        config = self.engine.config
         call = Call(request_id_of(request.scope), identity_of(request.scope), Limits(config.max_messages, 0))
         try:
             page = input_page(request.query_params)

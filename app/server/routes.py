@@ -1,32 +1,40 @@
-"""The route table: every path the gateway answers, its methods, its handler and the front it belongs to.
+"""The route table: every path the gateway answers, its methods, its handler, its access and the part of the URL
+space it belongs to (app/server/surfaces.py).
 
-This is the one declaration: the app (app/server/app.py) builds its dispatcher from it, the error-shape registry
-(`SHAPES`) is derived from the fronts named here, and `/openapi.json` lists it. A `direct` entry is reached before
+This is the one declaration: the app (app/server/app.py) builds its dispatcher from it, the key middleware takes
+its open and operator paths from it, and `/openapi.json` lists it. Each entry holds its handler, called with the
+app's `Endpoints` and the request (or, for a `mount`, the ASGI app it mounts). A `direct` entry is reached before
 routing, without the framework's routing and exception layers (a pass-through chat request spends about a tenth of
 its CPU there otherwise); its other methods still get the router's 405. A `mount` answers everything under its
-path, any method. Handlers are named, not imported, so the table stays data; app/server/endpoints.py resolves them.
+path, any method.
 
-To add a front: a `Surface` (its prefix and error shape) and its entries here, its handler in endpoints.py.
+To add a front: its surface (prefix and its front's shape) in surfaces.py, its entries here with their handlers,
+and the front itself on `Endpoints`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from app.server.shapes import AnthropicShape, ErrorShape, ErrorShapes, JsonRpcShape, OpenAIShape, Surface
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp
 
-OPENAI, ANTHROPIC, JSONRPC = OpenAIShape(), AnthropicShape(), JsonRpcShape()
+from app.server.admin import AdminApi, AdminView
+from app.server.endpoints import Endpoints
+from app.server.responses_routes import ResponsesApi
+from app.server.shapes import Surface
+from app.server.surfaces import ADMIN, CHAT, CONSOLE, GATEWAY, MCP, MESSAGES, MODELS, RESPONSES
 
-CHAT = Surface("chat_completions", "/v1/chat/completions", OPENAI)
-RESPONSES = Surface("responses", "/v1/responses", OPENAI)
-MESSAGES = Surface("messages", "/v1/messages", ANTHROPIC)
-MCP = Surface("mcp", "/mcp", JSONRPC)
-MODELS = Surface("models", "/v1/models", OPENAI)
-CONSOLE = Surface("console", "/console", OPENAI)
-ADMIN = Surface("admin", "/admin", OPENAI)
-GATEWAY = Surface("gateway", "", OPENAI)  # operations (health, readiness, metrics, docs); any other path
+Handler = Callable[[Endpoints, Request], Awaitable[Response]]
+Mount = Callable[[Endpoints], ASGIApp]
+# Who may reach it: "key" (a gateway key, when there are keys), "open" (no key: the probes), "operator" (the console
+# and its admin API: loopback-only without admin keys, whose checks are their own), or "key_or_operator" (an
+# operator's view: an admin key opens it beside the gateway keys, as a scraper holds one).
+Access = Literal["key", "open", "operator", "key_or_operator"]
 
 GET, POST = ("GET",), ("POST",)
 ANY = ("GET", "POST", "DELETE", "OPTIONS")
@@ -36,53 +44,70 @@ ANY = ("GET", "POST", "DELETE", "OPTIONS")
 class Entry:
     path: str
     methods: tuple[str, ...]
-    handler: str  # a name endpoints.py resolves
+    handler: Handler | Mount
     surface: Surface
     summary: str
     direct: bool = False
-    mount: bool = False
+    mount: bool = False  # `handler` is a `Mount`
     docs: bool = False  # served only with `api_docs` on
-    # Who may reach it: "key" (a gateway key, when there are keys), "open" (no key: the probes), "operator" (the
-    # console and its admin API: loopback-only without admin keys, whose checks are their own), or
-    # "key_or_operator" (an operator's view: an admin key opens it beside the gateway keys, as a scraper holds one).
-    access: str = "key"
+    access: Access = "key"
+
+
+def _responses(method: Callable[[ResponsesApi, Request], Awaitable[Response]]) -> Handler:
+    async def responses(endpoints: Endpoints, request: Request) -> Response:
+        return await method(endpoints.responses, request)
+
+    responses.__name__ = f"responses_{method.__name__}"
+    return responses
+
+
+def _admin(view: AdminView) -> Handler:
+    """An admin API view, behind the admin API's own key check."""
+
+    async def admin(endpoints: Endpoints, request: Request) -> Response:
+        return await endpoints.admin.answer(view, request)
+
+    admin.__name__ = f"admin_{view.__name__}"
+    return admin
+
+
+async def _console(endpoints: Endpoints, request: Request) -> Response:
+    return await endpoints.admin.page(request)
+
+
+def _mcp(endpoints: Endpoints) -> ASGIApp:
+    return endpoints.mcp
 
 
 ROUTES: tuple[Entry, ...] = (
-    Entry("/v1/chat/completions", POST, "chat", CHAT, "Chat Completions, tools deferred", direct=True),
-    Entry("/v1/responses", POST, "responses.create", RESPONSES, "Responses API", direct=True),
-    Entry("/v1/responses/compact", POST, "responses.compact", RESPONSES, "Compact a conversation"),
-    Entry("/v1/responses/{response_id}", ("GET", "DELETE"), "responses.stored", RESPONSES, "A stored response"),
-    Entry("/v1/responses/{response_id}/input_items", GET, "responses.input_items", RESPONSES, "Its input items"),
-    Entry("/v1/messages", POST, "messages", MESSAGES, "Anthropic Messages", direct=True),
-    Entry("/v1/messages/count_tokens", POST, "count_tokens", MESSAGES, "Anthropic token count"),
-    Entry("/v1/models", GET, "models", MODELS, "The routed models"),
-    Entry("/v1/models/{model_id:path}", GET, "model", MODELS, "One model"),
-    Entry("/mcp", ANY, "mcp", MCP, "The MCP front (streamable HTTP)", mount=True),
-    Entry("/healthz", GET, "healthz", GATEWAY, "Health: MCP servers and search", access="open"),
-    Entry("/readyz", GET, "readyz", GATEWAY, "Readiness", access="open"),
-    Entry("/metrics", GET, "metrics", GATEWAY, "Prometheus metrics", access="key_or_operator"),
-    Entry("/console", GET, "admin.page", CONSOLE, "The console page", access="operator"),
-    Entry("/console/console.css", GET, "admin.page", CONSOLE, "The console's style", access="operator"),
-    Entry("/console/console.js", GET, "admin.page", CONSOLE, "The console's script", access="operator"),
+    Entry("/v1/chat/completions", POST, Endpoints.chat, CHAT, "Chat Completions, tools deferred", direct=True),
+    Entry("/v1/responses", POST, _responses(ResponsesApi.create), RESPONSES, "Responses API", direct=True),
+    Entry("/v1/responses/compact", POST, _responses(ResponsesApi.compact), RESPONSES, "Compact a conversation"),
+    Entry("/v1/responses/{response_id}", ("GET", "DELETE"), _responses(ResponsesApi.stored), RESPONSES,
+          "A stored response"),
+    Entry("/v1/responses/{response_id}/input_items", GET, _responses(ResponsesApi.input_items), RESPONSES,
+          "Its input items"),
+    Entry("/v1/messages", POST, Endpoints.messages, MESSAGES, "Anthropic Messages", direct=True),
+    Entry("/v1/messages/count_tokens", POST, Endpoints.count_tokens, MESSAGES, "Anthropic token count"),
+    Entry("/v1/models", GET, Endpoints.models, MODELS, "The routed models"),
+    Entry("/v1/models/{model_id:path}", GET, Endpoints.model, MODELS, "One model"),
+    Entry("/mcp", ANY, _mcp, MCP, "The MCP front (streamable HTTP)", mount=True),
+    Entry("/healthz", GET, Endpoints.healthz, GATEWAY, "Health: MCP servers and search", access="open"),
+    Entry("/readyz", GET, Endpoints.readyz, GATEWAY, "Readiness", access="open"),
+    Entry("/metrics", GET, Endpoints.metrics, GATEWAY, "Prometheus metrics", access="key_or_operator"),
+    Entry("/console", GET, _console, CONSOLE, "The console page", access="operator"),
+    Entry("/console/console.css", GET, _console, CONSOLE, "The console's style", access="operator"),
+    Entry("/console/console.js", GET, _console, CONSOLE, "The console's script", access="operator"),
     *(
-        Entry(f"/admin/{name}", GET, f"admin.{name}", ADMIN, f"Admin API: {name}", access="operator")
-        for name in ("servers", "tools", "manifest", "search", "requests", "metrics")
+        Entry(f"/admin/{view.__name__}", GET, _admin(view), ADMIN, f"Admin API: {view.__name__}", access="operator")
+        for view in AdminApi.VIEWS
     ),
-    Entry("/openapi.json", GET, "openapi", GATEWAY, "This API's OpenAPI document", docs=True),
-    Entry("/docs", GET, "docs", GATEWAY, "This API's documentation", docs=True),
-)
+    Entry("/openapi.json", GET, Endpoints.openapi, GATEWAY, "This API's OpenAPI document", docs=True),
+    Entry("/docs", GET, Endpoints.docs, GATEWAY, "This API's documentation", docs=True),
+)  # fmt: skip
 
-SHAPES = ErrorShapes([entry.surface for entry in ROUTES], OPENAI)
 OPEN_PATHS = frozenset(entry.path for entry in ROUTES if entry.access == "open")
 OPERATOR_VIEWS = frozenset(entry.path for entry in ROUTES if entry.access == "key_or_operator")
-# The prefixes of the fronts whose entries are the operator's: every path under them, listed or not, is guarded alike.
-OPERATOR_PREFIXES = tuple(sorted({entry.surface.prefix for entry in ROUTES if entry.access == "operator"}))
-
-
-def shape_for(path: str) -> ErrorShape:
-    """The error shape of the front `path` is addressed to."""
-    return SHAPES.for_path(path)
 
 
 def routes(api_docs: bool) -> list[Entry]:
@@ -96,6 +121,6 @@ def openapi(title: str) -> dict[str, Any]:
     for entry in routes(api_docs=False):
         operations = paths.setdefault(re.sub(r"\{(\w+):\w+\}", r"{\1}", entry.path), {})
         for method in entry.methods:
-            name = re.sub(r"\W+", "_", f"{entry.handler}_{entry.path}_{method}").strip("_").lower()
+            name = re.sub(r"\W+", "_", f"{entry.handler.__name__}_{entry.path}_{method}").strip("_").lower()
             operations[method.lower()] = {"summary": entry.summary, "operationId": name, "tags": [entry.surface.name]}
     return {"openapi": "3.1.0", "info": {"title": title, "version": "0.1.0"}, "paths": paths}

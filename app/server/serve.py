@@ -1,11 +1,11 @@
 """The edge of every front's request: read the body, let the front parse it, call the engine's one entry
-(`Gateway.run`), and render its events as the front's answer or stream, with one log line at the end.
+(`Engine.chat`), and render its events as the front's answer or stream, with one log line at the end.
 
 What the engine needs of the connection (who calls, the request id, the session header, the caller's own upstream
 key) is read here into a plain `Caller`; nothing below this module reads a scope or a header.
 
 Every failure is answered in the front's own error shape; tracebacks stay in the log. The log line and metrics
-are counted from the loop's events (app.engine.record), never from the loop's insides.
+are the engine's (`Engine.finished`), counted from the loop's events.
 """
 
 from __future__ import annotations
@@ -24,17 +24,12 @@ from app.common.errors import GatewayError, RequestRefused
 from app.common.identity import identity_of
 from app.common.logs import REQUEST_ID
 from app.common.offload import Lane
-from app.core.model import Usage
 from app.engine.answer import aggregate
-from app.engine.caller import Caller
-from app.engine.gateway import Gateway
-from app.engine.metrics import Metrics
-from app.engine.record import RequestRecord
+from app.engine.api import Caller, ChatRun, Engine
 from app.fronts.base import Call, Front, Limits
 from app.fronts.messages import MessagesFront
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
-from app.server.observability import log_fields
 from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
 
 log = logging.getLogger("toolsift.http")
@@ -45,33 +40,33 @@ BODIES, COUNTS = Lane(1), Lane(1)
 _PRINTABLE_ASCII = re.compile(r"[\x21-\x7e]+")
 
 
-async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
+async def serve(engine: Engine, request: Request, front: Front) -> Response:
     # One pass over the raw headers: Starlette's Headers scans the list per lookup and raises per missing name.
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]}
     request_id = request_id_of(request.scope)
     REQUEST_ID.set(request_id)  # every log line of this request (retries, fallbacks, MCP calls) carries it
     started = time.perf_counter()
-    config = gateway.config
+    config = engine.config
     identity = identity_of(request.scope)
     call = Call(request_id, identity, Limits(config.max_messages, config.max_client_tools), headers=headers)
     facts: dict[str, Any] = {"identity": identity.id, "model": None, "provider": None}
-    record = RequestRecord()
+    run: ChatRun | None = None
     try:
         chat = await _read_parsed(request, headers.get("content-length"), config.max_request_bytes, front.parse, call)
         chat = call.request = await front.prepare(chat, call)
         facts["model"] = chat.model
-        upstream_key = _client_upstream_key(headers, gateway)
+        upstream_key = _client_upstream_key(headers, engine)
         caller = Caller(identity, request_id, headers.get("x-session-id"), upstream_key, front=front.name)
-        events = record.observe(gateway.run(chat, caller))  # routed, tools built and run as it is read
+        run = engine.chat(chat, caller)  # routed, tools built and run as it is read
         if chat.stream:
             facts["stream"] = True
-            return _stream(gateway, front, front.stream(events, call), call, started, facts, record)
+            return _stream(engine, front, front.stream(run.events, call), call, started, facts, run)
         remaining = max(config.request_deadline - (time.perf_counter() - started), 0.001)
         try:
-            answer = await run_while_connected(request.receive, aggregate(events), remaining)
+            answer = await run_while_connected(request.receive, aggregate(run.events), remaining)
         except TimeoutError:
-            raise _deadline_error(gateway) from None
-        call.model = record.model or chat.model
+            raise _deadline_error(engine) from None
+        call.model = run.record.model or chat.model
         body = await front.answer(answer, call)
         response: Response = JSONResponse(body, headers=call.reply_headers)
     except ClientGone:
@@ -88,26 +83,26 @@ async def serve(gateway: Gateway, request: Request, front: Front) -> Response:
         facts["error"] = "internal gateway error (traceback above)"
         response = JSONResponse(error, status)
     response.headers["x-request-id"] = request_id
-    _log_request(gateway, request_id, response.status_code, started, facts, record)
+    _finished(engine, request_id, response.status_code, started, facts, run)
     return response
 
 
-async def serve_count(gateway: Gateway, request: Request, front: MessagesFront) -> Response:
+async def serve_count(engine: Engine, request: Request, front: MessagesFront) -> Response:
     """`POST /v1/messages/count_tokens`: the body read under the same limits, counted by the front."""
     request_id = request_id_of(request.scope)
-    config = gateway.config
+    config = engine.config
     call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))
     length = next((value for name, value in request.scope["headers"] if name == b"content-length"), None)
     admission = None
     try:  # costs like a chat's parsing: counted against rpm, holding a concurrency slot, admitted before its body
-        admission = await gateway.limits.admit(call.identity, spends=False)
+        admission = await engine.admit(call.identity, spends=False)
         declared = length.decode("latin-1") if length else None
         body = await read_body(request, declared, config.max_request_bytes)
         try:  # parsed and counted in the worker pool, one count at a time, whatever its size
             async with asyncio.timeout(config.request_deadline):
                 counted = await COUNTS.run(front.count, body, call)
         except TimeoutError:
-            raise _deadline_error(gateway) from None
+            raise _deadline_error(engine) from None
         response: Response = JSONResponse(counted)
     except GatewayError as exc:
         response = JSONResponse(front.error(exc), exc.status, headers=exc.headers())
@@ -137,10 +132,10 @@ def _failed(facts: dict[str, Any], error: GatewayError) -> GatewayError:
     return error
 
 
-def _deadline_error(gateway: Gateway) -> GatewayError:
+def _deadline_error(engine: Engine) -> GatewayError:
     return GatewayError(
         504,
-        f"The request did not finish within the gateway's {gateway.config.request_deadline:g}s deadline.",
+        f"The request did not finish within the gateway's {engine.config.request_deadline:g}s deadline.",
         "server_error",
         code="request_deadline",
     )
@@ -154,13 +149,13 @@ def _unexpected(front: Front, request_id: str) -> ErrorAnswer:
 
 
 def _stream(
-    gateway: Gateway,
+    engine: Engine,
     front: Front,
     sse_events: AsyncGenerator[str, None],
     call: Call,
     started: float,
     facts: dict[str, Any],
-    record: RequestRecord,
+    run: ChatRun,
 ) -> Response:
     """The stream, under the request's deadline from the first moment (the upstream's first chunk included)."""
 
@@ -174,25 +169,25 @@ def _stream(
         return _unexpected(front, call.request_id)
 
     async def close(status: int) -> None:
-        _log_request(gateway, call.request_id, status, started, facts, record)
+        _finished(engine, call.request_id, status, started, facts, run)
 
-    timeout = _deadline_error(gateway)
+    timeout = _deadline_error(engine)
     return EventStreamResponse(
         sse_events,
         error=error,
-        deadline=max(gateway.config.request_deadline - (time.perf_counter() - started), 0.001),
+        deadline=max(engine.config.request_deadline - (time.perf_counter() - started), 0.001),
         deadline_error=(timeout.status, front.error(timeout)),
-        keepalive=gateway.config.stream_keepalive_seconds,
+        keepalive=engine.config.stream_keepalive_seconds,
         keepalive_text=front.keepalive,
         headers={**call.reply_headers, "x-request-id": call.request_id},  # the front's, as it prepared the call
         on_close=close,
     )
 
 
-def _client_upstream_key(headers: dict[str, str], gateway: Gateway) -> str | None:
+def _client_upstream_key(headers: dict[str, str], engine: Engine) -> str | None:
     """The caller's own upstream key, for providers with `forward_client_auth`: `X-Upstream-Authorization`, or
     `Authorization` when that header is not already the gateway key."""
-    names = ["x-upstream-authorization"] + ([] if gateway.identities else ["authorization"])
+    names = ["x-upstream-authorization"] + ([] if engine.identities else ["authorization"])
     for header in names:
         scheme, _, token = headers.get(header, "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
@@ -224,51 +219,9 @@ def _too_large(limit: int) -> GatewayError:
     )
 
 
-def _count_cache(metrics: Metrics, identity: str, usage: Usage) -> None:
-    """The upstream's cache reads and writes, where it reported them (any integer, so only what is positive)."""
-    if usage.cache_read_tokens is not None and usage.cache_read_tokens > 0:
-        metrics.cached_tokens.labels(identity).inc(usage.cache_read_tokens)
-    if usage.cache_write_tokens is not None and usage.cache_write_tokens > 0:
-        metrics.cache_write_tokens.labels(identity).inc(usage.cache_write_tokens)
-
-
-def _log_request(
-    gateway: Gateway, request_id: str, status: int, started: float, facts: dict[str, Any], record: RequestRecord
+def _finished(
+    engine: Engine, request_id: str, status: int, started: float, facts: dict[str, Any], run: ChatRun | None
 ) -> None:
-    """The request's one log line, and its metrics, from what its events recorded."""
-    metrics = gateway.metrics
-    facts["provider"] = record.provider
-    metrics.requests.labels(str(status), str(bool(facts.get("stream"))).lower()).inc()
-    metrics.identity_requests.labels(facts["identity"], str(status)).inc()
-    if record.usage is not None and record.usage.total_tokens > 0:  # an upstream's usage is any integer
-        metrics.identity_tokens.labels(facts["identity"]).inc(record.usage.total_tokens)
-    if record.usage is not None:
-        _count_cache(metrics, facts["identity"], record.usage)
-    fields: dict[str, Any] = {"id": request_id, "status": status, **{k: v for k, v in facts.items() if k != "error"}}
-    stats = record.discovery
-    if stats is not None:
-        fields.update(
-            rounds=record.rounds,
-            searches=stats.search_calls,
-            found=",".join(stats.tools_discovered) or "-",
-            prefetched=",".join(stats.tools_prefetched) or "-",
-            called=",".join(stats.tools_called) or "-",
-            mcp_errors=record.mcp_errors,
-            upstream_ms=round(record.upstream_seconds * 1000, 1),
-            tokens=record.usage.total_tokens if record.usage is not None else "-",
-            tool_tokens_saved=record.tokens_saved,
-            cache_hits_lost=stats.cache.cache_hits_lost,
-        )
-        metrics.cache_hits_lost.inc(stats.cache.cache_hits_lost)
-        metrics.searches.inc(stats.search_calls)
-        metrics.discovered.inc(len(stats.tools_discovered))
-        metrics.prefetched.inc(len(stats.tools_prefetched))
-    metrics.rounds.inc(record.rounds)
-    metrics.tokens_saved.inc(record.tokens_saved)
-    if record.rounds and facts.get("provider"):
-        metrics.upstream.labels(facts["provider"]).observe(record.upstream_seconds)
-    fields["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    if facts.get("error"):
-        fields["error"] = facts["error"]
-    log_fields(log, "request", fields, quoted=("error",))
-    gateway.recent.add(request_id, status, facts, record, fields["total_ms"])
+    """The request's one log line, its metrics and its console record, the engine's to write."""
+    total_ms = round((time.perf_counter() - started) * 1000, 1)
+    engine.finished(request_id, status, total_ms, facts, run.record if run is not None else None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 STORE_TIMEOUT = 0.25  # seconds a backend operation may take (`store.timeout_ms`' default)
@@ -88,3 +89,26 @@ def dump_json(value: object) -> bytes:
 
 def load_json(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8", "surrogatepass"))
+
+
+class Backend(Protocol):
+    """A kind of shared store, picked by its URL's scheme (app/store/__init__.py): the client it connects with,
+    shared by every store on one URL, and a store bounded per owner over that client."""
+
+    def connect(self, url: str, timeout: float) -> Any:
+        """A client of `url`, every operation bounded by `timeout` seconds."""
+        ...
+
+    def open(
+        self,
+        url: str,
+        client: Any,
+        owns_client: bool,
+        max_owner_bytes: int | None,
+        owner_bytes: Mapping[str, int] | None,
+        timeout: float,
+    ) -> Store:
+        """A store on `client`, which it closes at its `aclose` when it `owns_client`."""
+        ...
+
+    async def close(self, client: Any) -> None: ...

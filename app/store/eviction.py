@@ -14,11 +14,8 @@ from typing import Any
 SAFE_POLICY = "noeviction"
 
 
-async def eviction_problem(url: str, timeout: float = 2.0) -> str | None:
-    """Why counters in the Redis at `url` might be evicted, or None when its policy is `noeviction`."""
-    import redis.asyncio as redis
-
-    client: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+async def eviction_problem(client: Any) -> str | None:
+    """Why counters in the Redis `client` speaks to might be evicted, or None when its policy is `noeviction`."""
     try:
         found = await client.config_get("maxmemory-policy")
     except Exception as exc:
@@ -26,8 +23,6 @@ async def eviction_problem(url: str, timeout: float = 2.0) -> str | None:
             f"could not check the limits' Redis eviction policy ({type(exc).__name__}): it must be "
             f"'maxmemory-policy {SAFE_POLICY}', or Redis may evict limit counters and reset budgets"
         )
-    finally:
-        await client.aclose()
     policy = _text(found.get("maxmemory-policy") or found.get(b"maxmemory-policy"))
     if policy == SAFE_POLICY:
         return None

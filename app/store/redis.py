@@ -149,13 +149,14 @@ class RedisStore:
         owner_bytes: Mapping[str, int] | None = None,
         timeout: float = STORE_TIMEOUT,
         client: Any = None,
+        owns_client: bool | None = None,
     ) -> None:
         """`client`: a client (its connection pool) shared with the other stores on this Redis, which whoever
-        opened it closes; without one the store opens and closes its own."""
+        opened it closes (unless `owns_client`); without one the store opens and closes its own."""
         self.max_owner_bytes = max_owner_bytes
         self.owner_bounds = dict(owner_bytes or {})
         self.circuit = circuit(url)
-        self._owns_client = client is None
+        self._owns_client = client is None if owns_client is None else owns_client
         self._redis: Any = client if client is not None else redis_client(url, timeout)
         self._incr: Any = self._redis.register_script(_INCR)
         self._lease: Any = self._redis.register_script(_LEASE)
@@ -227,6 +228,30 @@ def redis_client(url: str, timeout: float) -> Any:
 
     retry = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
+
+
+class RedisBackend:
+    """Redis as the gateway's store backend (`redis://`, `rediss://`, `unix://` URLs)."""
+
+    def connect(self, url: str, timeout: float) -> Any:
+        return redis_client(url, timeout)
+
+    def open(
+        self,
+        url: str,
+        client: Any,
+        owns_client: bool,
+        max_owner_bytes: int | None,
+        owner_bytes: Mapping[str, int] | None,
+        timeout: float,
+    ) -> RedisStore:
+        return RedisStore(url, max_owner_bytes, owner_bytes, timeout, client=client, owns_client=owns_client)
+
+    async def close(self, client: Any) -> None:
+        await client.aclose()
+
+
+BACKEND = RedisBackend()
 
 
 _CIRCUITS: dict[str, Circuit] = {}

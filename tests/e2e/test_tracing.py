@@ -30,6 +30,7 @@ from opentelemetry.trace import SpanKind
 from app.common import tracing
 from app.common.identity import Identity
 from app.config import parse_config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support import SERVERS, ScriptedUpstream, completion, free_port, gateway_config, load_example, served_gateway
@@ -53,7 +54,7 @@ async def served(
     targets = {name: load_example(name).mcp for name in ("weather", "finance")}
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(Gateway(config, mcp_targets=targets)), port=port, log_level="warning")
+        uvicorn.Config(create_app(Engine(Gateway(config, mcp_targets=targets))), port=port, log_level="warning")
     )
     serving = asyncio.create_task(server.serve())
     while not server.started:

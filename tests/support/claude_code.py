@@ -17,6 +17,7 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support.clients import client_program
@@ -69,7 +70,7 @@ class ServedGateway:
     """A gateway on `config` served by uvicorn on a loopback port, in a thread of its own."""
 
     def __init__(self, config: Config) -> None:
-        self.recorder = Recorder(create_app(Gateway(config)))
+        self.recorder = Recorder(create_app(Engine(Gateway(config))))
         self.port = free_port()
         server_config = uvicorn.Config(self.recorder, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(server_config)

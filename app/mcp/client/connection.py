@@ -29,7 +29,7 @@ from app.mcp.client.server_log import ServerLog
 from app.mcp.client.signals import ListChanged, connection_gone, describe_exception, ping
 from app.mcp.client.state import ServerState, ServerUnavailable
 from app.mcp.client.stderr import ServerOutput
-from app.mcp.client.stdio import build_transport, closed_because, start_problem
+from app.mcp.client.stdio import build_transport, closed_because, refusal, start_problem
 
 log = logging.getLogger("toolsift.mcp")
 
@@ -96,7 +96,10 @@ class ServerConnection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.startup_timeout)
         except TimeoutError:  # down with the cause; its attempt goes on, and it comes up when it answers
-            waited = f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake)"
+            waited = (
+                f"did not start within {self.startup_timeout:g}s (no answer to the MCP handshake; a server that "
+                "starts slowly needs a longer mcp_startup_timeout, or its own startup_timeout)"
+            )
             self._fail(self._cause(waited, handshake=False))
 
     async def _run(self) -> None:
@@ -155,7 +158,8 @@ class ServerConnection:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # a broken server must never take the gateway down
-            self._fail(closed_because(target) or self._cause(describe_exception(exc), handshake))
+            why = closed_because(target) or (refusal(target) if not handshake else None)
+            self._fail(why or self._cause(describe_exception(exc), handshake))
         finally:
             self._client = None
             if self.output is not None:

@@ -53,7 +53,31 @@ class BoundedReads:
         self.call_seconds = call_seconds
         self.inner = inner  # what reaches the server (tests: a scripted one); HTTP itself by default
         self.closed_because: str | None = None
+        self.refused: tuple[int, str, str] | None = None  # the last HTTP error answer: status, reason, URL
+        self.sse = False  # the transport speaks SSE (for what a refusal likely means)
         self.listings = RemoteListings()
+
+    def refusal(self) -> str | None:
+        """What the server's last HTTP error answer means, with the likely fix: the MCP SDK reports a 401 as
+        "Server returned an error response" and a 404 as "Not Found", naming neither the status nor the remedy."""
+        if self.refused is None:
+            return None
+        status, reason, url = self.refused
+        said = f"the server answered HTTP {status} {reason} at {url}"
+        if status == 401:
+            return f'{said}: it wants credentials; give them in this server\'s "headers", e.g. ' + (
+                '{"Authorization": "Bearer ${MY_TOKEN}"}'
+            )
+        if status == 403:
+            return f'{said}: the credentials in this server\'s "headers" are refused (check the token and its scopes)'
+        if status == 404:
+            where = "/sse" if self.sse else "/mcp"
+            return f"{said}: check the URL's path (an MCP server usually answers at {where})"
+        if status in (400, 405, 406, 415) and self.sse:
+            return f'{said}: it may speak streamable HTTP, not SSE: remove "transport": "sse" from this server'
+        if status in (400, 405, 406, 415):
+            return f'{said}: it may speak the older SSE transport: set "transport": "sse" for this server'
+        return said
 
     def client(
         self,
@@ -63,7 +87,7 @@ class BoundedReads:
         **options: Any,
     ) -> httpx2.AsyncClient:
         """An `httpx_client_factory` for fastmcp's HTTP transports: the SDK's defaults, with bounded reads."""
-        self.closed_because = None
+        self.closed_because = self.refused = None
         timeout = timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
         return httpx2.AsyncClient(
             headers=headers, timeout=timeout, auth=auth, transport=_BoundedTransport(self), **options
@@ -80,6 +104,7 @@ def bounded_remote(
 ) -> Any:
     """fastmcp's streamable HTTP (or SSE) transport for `url`, its reads bounded; `.bounds` says why it ended."""
     bounds = BoundedReads(limit, call_bytes, call_seconds)
+    bounds.sse = sse
     kind = SSETransport if sse else StreamableHttpTransport
     transport = kind(url, headers=headers, httpx_client_factory=bounds.client)
     setattr(transport, "bounds", bounds)  # noqa: B010 - fastmcp's class, one attribute more
@@ -133,6 +158,13 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
             with contextlib.suppress(httpx2.RequestNotRead):  # a streamed body is no listing request
                 listings.sent(request.content)
         response = await self._inner.handle_async_request(request)
+        if response.status_code >= 400:
+            url = request.url
+            self._bounds.refused = (
+                response.status_code,
+                response.reason_phrase,
+                f"{url.scheme}://{url.netloc.decode()}{url.path}",
+            )
         kind = response.headers.get("content-type", "")
         call = request.method == "POST" and "text/event-stream" in kind
         bounded = _Bounded(response.stream, self._bounds, request, call)

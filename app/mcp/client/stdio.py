@@ -10,6 +10,7 @@ that resolves to no file, a missing cwd); the stderr tail and exit code come fro
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
@@ -93,6 +94,12 @@ def closed_because(transport: Any) -> str | None:
     return getattr(getattr(transport, "bounds", transport), "closed_because", None)
 
 
+def refusal(transport: Any) -> str | None:
+    """What a remote server's last HTTP error answer means, with the likely fix, when it gave one."""
+    bounds = getattr(transport, "bounds", None)
+    return bounds.refusal() if bounds is not None else None
+
+
 def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | None = None) -> str | None:
     """The cause of a failed start a person can fix, when one is visible from here; None otherwise."""
     if not config.command:
@@ -111,13 +118,29 @@ def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | 
         search = server_environment(config, inherit or []).get("PATH", "")
         if shutil.which(command, path=search) is None:
             hint = INSTALL_HINTS.get(command)
-            return f"command {command!r} not found on the server's PATH" + (f" ({hint})" if hint else "")
+            found = f"command {command!r} not found on the server's PATH" + (f" ({hint})" if hint else "")
+            return found + _did_you_mean(command, search)
     script = _script(config.args) if INTERPRETER.fullmatch(Path(command).name) else None
     if script is not None:
         path = cwd / Path(script).expanduser()
         if not path.exists():
             return f"file not found: {script!r} is {path} (a relative path starts in the server's cwd, {cwd})"
     return None
+
+
+def _did_you_mean(command: str, search: str) -> str:
+    """The closest command name on the server's PATH, which starts with the gateway's own environment's folder
+    (`.venv/bin`, where `make install` puts the servers it installs): a typo, said with where the match is."""
+    names: dict[str, Path] = {}
+    for folder in (Path(folder) for folder in search.split(os.pathsep) if folder):
+        try:
+            entries = list(os.scandir(folder))[:5000]  # a folder on PATH may hold thousands: enough to suggest
+        except OSError:
+            continue
+        for entry in entries:
+            names.setdefault(entry.name, Path(entry.path))
+    close = difflib.get_close_matches(command, list(names), n=1, cutoff=0.8)
+    return f"; did you mean {close[0]!r} ({names[close[0]]})?" if close else ""
 
 
 def _script(args: list[str]) -> str | None:

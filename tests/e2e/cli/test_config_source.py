@@ -37,3 +37,10 @@ def test_the_fallback_names_the_config_it_starts_from(tmp_path: Path) -> None:
     given = run("check", "--config", "other.json", cwd=tmp_path)
     assert given.returncode == 0 and f"config: {tmp_path / 'other.json'} (--config)" in given.stderr
     assert given.stdout.splitlines()[0] == "config: ok"
+    assert "connecting 1 MCP server...\n" in given.stderr, "the count agrees in number"
+
+
+def test_check_from_another_folder_says_where_it_looked_and_how_to_name_a_config(tmp_path: Path) -> None:
+    elsewhere = run("check", cwd=tmp_path)
+    assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
+    assert f"looked for {tmp_path / 'config.json'}" in elsewhere.stderr and "--config PATH" in elsewhere.stderr

@@ -73,7 +73,10 @@ def test_check_names_each_servers_cause_and_shows_its_stderr(broken_config: Path
     assert rows["crash"].endswith(
         "exited with code 3 before the MCP handshake; stderr: RuntimeError: no database at db.sqlite"
     )
-    assert rows["silent"].endswith("did not start within 2s (no answer to the MCP handshake)")
+    assert rows["silent"].endswith(
+        "did not start within 2s (no answer to the MCP handshake; a server that starts slowly needs a longer "
+        "mcp_startup_timeout, or its own startup_timeout)"
+    )
     tail = result.stdout.split("crash is down; the last lines it wrote on stderr:\n", 1)[1].splitlines()[:3]
     assert tail == [
         "  | starting the crash server",

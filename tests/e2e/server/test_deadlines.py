@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 from fastmcp import FastMCP
 
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support import chat_body, completion, free_port, make_config
@@ -173,7 +174,9 @@ async def running(behaviour: Behaviour, targets: dict[str, Any] | None = None, *
     settings = {"providers": providers, "tool_sets": {}, "mcpServers": {}, "stream_keepalive_seconds": 0.2, **config}
     gateway = Gateway(make_config(**settings), mcp_targets=targets or {})
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(gateway), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(Engine(gateway)), host="127.0.0.1", port=port, log_level="warning")
+    )
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.01)

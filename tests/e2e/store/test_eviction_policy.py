@@ -14,6 +14,7 @@ from redis import Redis
 
 from app.cli.inspect import check
 from app.engine.gateway import Gateway
+from app.store import Stores
 from app.store.eviction import eviction_problem
 from tests.support import make_config
 
@@ -30,10 +31,12 @@ def policy(redis_url: str) -> Iterator[Redis]:
 @pytest.mark.parametrize("name", ["volatile-lru", "allkeys-lru", "volatile-ttl"])
 async def test_a_policy_that_evicts_is_named(redis_url: str, policy: Redis, name: str) -> None:
     policy.config_set("maxmemory-policy", name)
-    problem = await eviction_problem(redis_url)
+    stores = Stores()
+    problem = await eviction_problem(stores.client(redis_url))
     assert problem is not None and name in problem and "noeviction" in problem and "store.counters_redis_url" in problem
     policy.config_set("maxmemory-policy", "noeviction")
-    assert await eviction_problem(redis_url) is None
+    assert await eviction_problem(stores.client(redis_url)) is None
+    await stores.aclose()
 
 
 async def test_start_up_warns_once_about_the_counters_redis(

@@ -98,3 +98,23 @@ def test_a_missing_data_file_is_an_error_naming_it(
     error = capsys.readouterr().err
     assert str(missing) in error and "bench/data" in error
     assert not (tmp_path / "results").exists()
+
+
+def test_a_run_without_record_leaves_the_tracked_records_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Running a bench the README invites a reader to run must not rewrite the record behind the docs' figures:
+    without `--record` a run's record goes to bench/results/local/ (untracked)."""
+    import argparse
+
+    monkeypatch.setattr(common, "git_state", lambda: ("abc1234", False))
+    monkeypatch.delenv(common.RESULTS_ENV, raising=False)
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "TRACKED", False)
+    parser = argparse.ArgumentParser()
+    common.add_record_options(parser, "tokens")
+    parser.parse_args([])
+    assert common.record("tokens", {"x": 1}) == tmp_path / "local" / "tokens.json"
+    assert not (tmp_path / "tokens.json").exists()
+    assert parser.parse_args(["--record"]).record is True
+    assert common.record("tokens", {"x": 1}) == tmp_path / "tokens.json"

@@ -167,6 +167,20 @@ def test_a_json_syntax_error_points_at_the_spot_with_its_usual_cause(
         assert line.split("|", 1)[1][1:] == text.splitlines()[int(where.split()[1]) - 1].rstrip()
 
 
+@pytest.mark.parametrize("ending", ["\n", "\n\n", "  \n", ""])
+def test_a_file_missing_its_closing_brace_after_editing_says_so_with_a_caret(tmp_path: Path, ending: str) -> None:
+    """The usual state after editing: the last brace gone, a line break left. It is a syntax error like the others
+    (exit 2 with a caret under the end of the last line), never a traceback."""
+    path = tmp_path / "config.json"
+    path.write_text('{\n  "mcpServers": {\n    "a": {"command": "x"}\n  }' + ending)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    problems = caught.value.problems
+    assert problems[0].startswith(f"{path}: invalid JSON at the end of the file: ")
+    assert problems[1] == '    4 |   }' and problems[2].index("^") - problems[2].index("|") - 2 == 3
+    assert problems[-1] == "hint: the file ends too early: a closing } or ] is missing"
+
+
 def test_a_byte_order_mark_is_fine(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"mcpServers": {}}).encode())

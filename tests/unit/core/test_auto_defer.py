@@ -15,6 +15,7 @@ from fastmcp import Client, Context, FastMCP
 
 from app.common import tokens
 from app.config import ConfigError, load_config, parse_config
+from app.engine.api import Engine
 from app.fronts.mcp.server import McpFront
 from app.mcp.client.catalog_build import build_catalog
 from tests.support import ROOT, Upstream, chat_body, completion, example_targets, make_config
@@ -117,7 +118,7 @@ async def test_chat_and_mcp_fronts_both_see_the_pasted_block_deferred(upstream: 
     await client.post("/v1/chat/completions", json=chat_body("hi"))
     assert upstream.tool_names(0) == ["search_tools"]
     assert "- calendar (8 tools)" in upstream.requests[0]["tools"][0]["function"]["description"]
-    front = McpFront(gateway, "lazy")
+    front = McpFront(Engine(gateway), "lazy")
     async with Client(front.server) as mcp:
         assert [tool.name for tool in await mcp.list_tools()] == ["search_tools"]
     assert all(server["deferred"] for server in gateway.mcp.health().values())
@@ -146,7 +147,7 @@ async def test_a_tool_list_change_that_crosses_the_threshold_defers_for_both_fro
     discovery = {"semantic": {"enabled": False}, "auto_defer_min_tokens": 300}
     config = make_config(mcpServers={"lab": {"command": "unused"}}, tool_sets={}, tool_discovery=discovery)
     client, gateway = await gateway_factory(config, targets={"lab": _growing_server()})
-    front = McpFront(gateway, "lazy")
+    front = McpFront(Engine(gateway), "lazy")
     async with Client(front.server) as mcp:
         assert [tool.name for tool in await mcp.list_tools()] == ["lab__enable_everything"]
     upstream.script(completion(calls=[("lab__enable_everything", {})]), completion("on"), completion("x"))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from tests.support import Upstream, chat_body, completion, make_config
@@ -118,7 +119,7 @@ async def test_the_mcp_front_lists_always_loaded_tools_and_its_search_loads_sibl
     gateway = Gateway(config, {"tracker": tracker()})
     await gateway.start()
     try:
-        front = McpFront(gateway, "lazy")
+        front = McpFront(Engine(gateway), "lazy")
         async with Client(front.server) as client:
             listed = [tool.name for tool in await client.list_tools()]
             assert listed == ["tracker__list_projects", "search_tools"]

@@ -15,8 +15,8 @@ from app.config import SemanticConfig, parse_config
 from app.discovery.embeddings import VectorCache
 from app.discovery.encoder import Array
 from app.discovery.semantic import SemanticSearch
+from app.engine.explained_search import search_mode
 from app.engine.gateway import Gateway
-from app.fronts.inspection import search_mode
 from tests.support.mcp import wait_for
 from tests.unit.discovery.test_fusion import ConceptBackend
 

@@ -19,6 +19,7 @@ from fastmcp import Client, FastMCP
 
 from app.discovery import index
 from app.discovery.index import tokenize
+from app.engine.api import Engine
 
 THREADS = 4
 
@@ -114,7 +115,7 @@ async def test_two_hundred_concurrent_searches_all_answer() -> None:
     gateway = Gateway(config, {"shop": backend})
     await gateway.start()
     try:
-        front = McpFront(gateway, "proxy")
+        front = McpFront(Engine(gateway), "proxy")
         queries = [" ".join(["track", "parcel", *_words(12, 1000 + n)]) for n in range(200)]
         async with Client(front.server) as client:
             results = await asyncio.gather(

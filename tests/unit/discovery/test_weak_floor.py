@@ -8,6 +8,7 @@ from fastmcp import Client, FastMCP
 
 from app.config import parse_config
 from app.discovery.embeddings import VectorCache
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from tests.support.mcp import names, text, wait_for
@@ -43,7 +44,7 @@ async def test_lazy_mode_enables_only_what_the_search_offers() -> None:
     await gateway.start()
     try:
         await wait_for(lambda: semantic.status()["mode"] == "hybrid")
-        async with Client(McpFront(gateway, "lazy").server, mode="legacy") as session:
+        async with Client(McpFront(Engine(gateway), "lazy").server, mode="legacy") as session:
             found = text(await session.call_tool_mcp("search_tools", {"query": "sales report"}))
             enabled = await names(session)
         assert "office__make_report" in found and "shop__totals" in found

@@ -13,6 +13,7 @@ import pytest
 from fastmcp import Client
 
 from app.config import parse_config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from tests.support import example_targets
@@ -254,7 +255,7 @@ async def test_run_task_on_an_anthropic_upstream_loads_found_tools_natively(anth
     gateway = Gateway(config, example_targets("finance", "notes"))
     await gateway.start()
     try:
-        async with Client(McpFront(gateway, "proxy").server) as client:
+        async with Client(McpFront(Engine(gateway), "proxy").server) as client:
             result = await client.call_tool("run_task", {"task": "Convert 10 USD to EUR"})
     finally:
         await gateway.stop()

@@ -11,6 +11,7 @@ import pytest
 from fastmcp import Client
 
 from app.core.model import ChatRequest, Message, Options
+from app.engine.api import Engine
 from app.engine.caller import Caller
 from app.engine.gateway import Gateway
 from app.engine.request_tools import RequestTools, ToolKind
@@ -65,7 +66,7 @@ async def test_chat_run_task_and_the_mcp_front_refuse_by_one_function(
     await gateway.tasks.run("alerts?", "money")
     assert provider.rounds[-1].messages[-1].text() == f"REFUSED {OUTSIDE}", "run_task's model got the same words"
 
-    front = McpFront(gateway, "full", "money")
+    front = McpFront(Engine(gateway), "full", "money")
     async with Client(front.server, mode="legacy") as client:
         result: Any = await client.call_tool_mcp(OUTSIDE, {"region": "EU"})
     assert result.isError and result.content[0].text == f"REFUSED {OUTSIDE}"

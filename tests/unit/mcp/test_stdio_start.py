@@ -77,6 +77,23 @@ def test_the_cause_of_a_start_that_cannot_work(tmp_path: Path) -> None:
     assert start_problem(server(args=["x.py"], cwd="nowhere"), tmp_path) == f"cwd {tmp_path / 'nowhere'} does not exist"
 
 
+def test_a_command_not_found_gets_the_closest_name_on_its_path(tmp_path: Path) -> None:
+    """The gateway's own environment (`.venv/bin`) comes first on a server's PATH, so a server `make install` put
+    there is suggested for a typo, with where it is."""
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    for name in ("mcp-server-time", "mcp-server-git"):
+        (bin_folder / name).write_text("#!/bin/sh\n")
+        (bin_folder / name).chmod(0o755)
+    typo = McpServerConfig.model_validate({"command": "mcp-server-tme", "env": {"PATH": str(bin_folder)}})
+    assert start_problem(typo, tmp_path) == (
+        f"command 'mcp-server-tme' not found on the server's PATH; did you mean 'mcp-server-time' "
+        f"({bin_folder / 'mcp-server-time'})?"
+    )
+    unlike = McpServerConfig.model_validate({"command": "weather-server", "env": {"PATH": str(bin_folder)}})
+    assert start_problem(unlike, tmp_path) == "command 'weather-server' not found on the server's PATH"
+
+
 def test_arguments_that_are_not_script_files_are_not_taken_for_one(tmp_path: Path) -> None:
     for args in (["-m", "mcp_server_time"], ["-X", "utf8", "-c", "print(1)"], ["--port", "8080"]):
         assert start_problem(server(args=args), tmp_path) is None, args

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.engine.api import Engine
 from app.server.app import create_app
 from tests.support import Upstream, chat_body, completion, make_config
 
@@ -55,7 +56,7 @@ async def test_a_rebound_host_is_refused_on_a_loopback_gateway_without_keys(
 ) -> None:
     _, gateway = await gateway_factory()
     upstream.router.route(host="127.0.0.1").pass_through()
-    transport = httpx.ASGITransport(app=create_app(gateway))
+    transport = httpx.ASGITransport(app=create_app(Engine(gateway)))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
         for host in ("evil.example:8000", "evil.example", "127.0.0.1.nip.io:8000", "[::1"):
             for path in (CHAT, "/healthz", "/metrics"):
@@ -69,7 +70,7 @@ async def test_a_rebound_host_is_refused_on_a_loopback_gateway_without_keys(
         for host in ("localhost:8000", "LOCALHOST", "127.0.0.1:8000", "[::1]:8000"):
             response = await client.post(CHAT, json=chat_body("x"), headers={"Host": host, "Origin": f"http://{host}"})
             assert response.status_code == 200, (host, response.text)
-    keyed = create_app(await _keyed_gateway(gateway_factory))
+    keyed = create_app(Engine(await _keyed_gateway(gateway_factory)))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=keyed), base_url="http://127.0.0.1:8000") as client:
         response = await client.get("/v1/models", headers={"Host": "gateway.example", "Authorization": "Bearer k"})
         assert response.status_code == 200, "with keys, any host name may be served"
@@ -164,7 +165,7 @@ async def test_api_docs_are_served_only_when_enabled(gateway_factory: Any) -> No
 async def test_a_second_origin_or_host_header_is_checked_too(upstream: Upstream, gateway_factory: Any) -> None:
     _, gateway = await gateway_factory()
     upstream.router.route(host="127.0.0.1").pass_through()
-    transport = httpx.ASGITransport(app=create_app(gateway))
+    transport = httpx.ASGITransport(app=create_app(Engine(gateway)))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
         own = ("origin", "http://127.0.0.1:8000")
         for extra in [[("origin", "https://evil.example"), own], [("host", "evil.example:8000")]]:

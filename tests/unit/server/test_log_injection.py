@@ -77,3 +77,29 @@ def test_fastmcps_records_take_the_gateways_handler_as_one_line(capsys: pytest.C
         library.propagate = saved[3]
     assert len(lines) == 1, lines[:3]
     assert json.loads(lines[0])["logger"] == "fastmcp.client.from_server"
+
+
+@pytest.mark.parametrize(("level", "shown"), [("info", False), ("debug", True)])
+def test_http_clients_request_lines_show_at_debug_only(
+    capsys: pytest.CaptureFixture[str], level: str, shown: bool
+) -> None:
+    """A remote MCP server costs several HTTP requests a call, each a line from the MCP library's HTTP client
+    (`httpx2`), and every MCP session the front opens a line too: at INFO they buried the gateway's own lines."""
+    from app.server.observability import CHATTY_LOGGERS, configure_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, {name: logging.getLogger(name).level for name in CHATTY_LOGGERS})
+    try:
+        configure_logging(level, "text")
+        logging.getLogger("httpx2").info('HTTP Request: POST http://127.0.0.1:1/mcp "HTTP/1.1 200 OK"')
+        logging.getLogger("mcp.server.streamable_http_manager").info("Created new transport with session ID: x")
+        logging.getLogger("toolsift.http").info("request id=req_1 status=200")
+        lines = capsys.readouterr().err.splitlines()
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        for name, value in saved[2].items():
+            logging.getLogger(name).setLevel(value)
+    assert any("request id=req_1" in line for line in lines)
+    assert any("HTTP Request: POST" in line for line in lines) is shown
+    assert any("Created new transport" in line for line in lines) is shown

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.server.routes import ANTHROPIC, JSONRPC, OPENAI, ROUTES, openapi, routes, shape_for
+from app.fronts.shapes import ANTHROPIC, JSONRPC, OPENAI
+from app.server.routes import ROUTES, openapi, routes
+from app.server.surfaces import shape_for
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from fastmcp import FastMCP
 
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from tests.support import (
@@ -271,7 +272,7 @@ async def test_client_disconnect_cancels_the_pending_mcp_call(upstream: Upstream
             sent.append(message)
 
         scope = _chat_scope()
-        await asyncio.wait_for(create_app(gateway)(scope, receive, send), 10)
+        await asyncio.wait_for(create_app(Engine(gateway))(scope, receive, send), 10)
         await asyncio.wait_for(cancelled.wait(), 5)
         assert sent[0]["status"] == 200
         assert len(upstream.requests) == 1, "no further upstream round after the disconnect"
@@ -293,7 +294,7 @@ async def test_disconnect_cancels_a_slow_upstream(upstream: Upstream, gateway_fa
 
     _, gateway = await gateway_factory()
     upstream.script(httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=SlowStream()))
-    app = create_app(gateway)
+    app = create_app(Engine(gateway))
     got_first = asyncio.Event()
     body = json.dumps(chat_body("x", stream=True)).encode()
     messages = [{"type": "http.request", "body": body, "more_body": False}]

@@ -9,6 +9,7 @@ from typing import Any
 from fastmcp import Client
 
 from app.config import parse_config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from app.store.base import Key
@@ -39,8 +40,8 @@ async def test_twelve_concurrent_calls_on_one_session_all_answer_and_keep_what_t
     gateway = Gateway(parse_config(raw, environ={}), example_targets("weather", "finance"))
     await gateway.start()
     try:
-        front = McpFront(gateway, "lazy")
-        front.clients.store = RemoteStore(1000, 16 * 1024 * 1024)
+        front = McpFront(Engine(gateway), "lazy")
+        gateway.mcp_clients.store = RemoteStore(1000, 16 * 1024 * 1024)
         for mode in ["legacy", "legacy", "legacy", "auto", "auto"]:  # five sessions, handshake-era and modern
             async with Client(front.server, mode=mode) as session:
                 searches = [

@@ -8,6 +8,7 @@ import pytest
 from fastmcp import Client
 
 from app.config import parse_config
+from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp import handshake
 from app.fronts.mcp.server import McpFront
@@ -29,7 +30,7 @@ def test_a_version_is_negotiated_as_the_sdk_does() -> None:
 @pytest.mark.parametrize("mode", ["lazy", "proxy", "full"])
 async def test_the_early_answer_is_the_servers_own(mode: str) -> None:
     gateway = Gateway(parse_config({"mcpServers": {}}, environ={}))
-    front = McpFront(gateway, mode)  # type: ignore[arg-type]
+    front = McpFront(Engine(gateway), mode)  # type: ignore[arg-type]
     async with Client(front.server, mode="legacy") as client:
         own = client.initialize_result
     assert own is not None

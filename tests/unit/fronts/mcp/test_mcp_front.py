@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastmcp import Client
 
+from app.engine.api import Engine
 from tests.support.mcp import ListChanged, growing_server, names, text, wait_for
 
 
@@ -19,7 +20,7 @@ async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     await gateway.start()
     manager = gateway.mcp
     try:
-        front = McpFront(gateway, "full")
+        front = McpFront(Engine(gateway), "full")
         changes = ListChanged()
         async with Client(front.server, message_handler=changes) as client:
             assert await names(client) == ["lab__enable_spectrometer"]

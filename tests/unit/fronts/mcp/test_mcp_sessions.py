@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.engine.api import Engine
 from tests.e2e.fronts.mcp.test_mcp_sessions import QUOTE
 from tests.support.mcp import names
 
@@ -21,7 +22,7 @@ async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
     gateway = Gateway(config, example_targets("finance"))
     await gateway.start()
     try:
-        front = McpFront(gateway, "lazy")
+        front = McpFront(Engine(gateway), "lazy")
         for _ in range(12):
             async with Client(front.server, mode="legacy") as session:
                 await session.call_tool_mcp("search_tools", {"tool_names": ["get_stock_quote"]})
