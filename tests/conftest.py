@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -13,11 +15,12 @@ import pytest
 
 from app.common import tracing
 from app.config import Config
+from app.discovery import semantic
 from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.server.app import create_app
 from bench.common import start_redis
-from tests.support import SERVERS, ScriptedUpstream, Upstream, free_port, load_example, make_config, mock_upstreams
+from tests.support import SERVERS, ScriptedUpstream, Upstream, example_targets, free_port, make_config, mock_upstreams
 from tests.support.anthropic import scripted_anthropic
 
 if TYPE_CHECKING:
@@ -59,6 +62,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+@pytest.fixture(autouse=True)
+def no_search_model_in_the_unit_tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit tier runs as on a machine without the search model: semantic search left on "auto" finds no model
+    and searches by keyword, as it does there. Loading the real model (seconds, and a core while it embeds the
+    tools) is the e2e tier's; a unit test of semantic search brings a model directory of its own."""
+    if tier_of(request.node.path) != "unit":
+        return
+    found = semantic.find_model
+
+    def only_directories(spec: str, base: Path | None = None) -> Path | None:
+        path = Path(spec).expanduser()
+        if path.is_dir() or (base is not None and (base / path).is_dir()):
+            return found(spec, base)
+        return None
+
+    monkeypatch.setattr(semantic, "find_model", only_directories)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_tls_context() -> Iterator[None]:
+    """httpx's default TLS context (verified, on the CA bundle SSL_CERT_FILE/SSL_CERT_DIR or certifi name), built
+    once for the run rather than once per provider: loading the bundle is most of what building a gateway costs.
+    Contexts asked for otherwise (no verification, a context or a client certificate of the caller's) are built as
+    asked."""
+    default = httpx.create_ssl_context
+
+    @functools.cache
+    def shared(trust_env: bool, cafile: str | None, capath: str | None) -> ssl.SSLContext:
+        return default(trust_env=trust_env)
+
+    def create(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is True and cert is None:
+            return shared(trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        return default(verify=verify, cert=cert, trust_env=trust_env)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpx, "create_ssl_context", create)  # what httpx-aiohttp's transport, the providers', calls
+        patch.setattr(httpx._transports.default, "create_ssl_context", create)  # httpx's own transport
+        yield
+
+
 @pytest.fixture
 def upstream() -> Any:
     with mock_upstreams() as router:
@@ -91,7 +135,7 @@ async def gateway_factory() -> AsyncIterator[Callable[..., Any]]:
     ) -> tuple[httpx.AsyncClient, Gateway]:
         config = config or make_config()
         if targets is None:
-            targets = {name: load_example(name).mcp for name in config.mcp_servers if (SERVERS / f"{name}.py").exists()}
+            targets = example_targets(*(name for name in config.mcp_servers if (SERVERS / f"{name}.py").exists()))
         gateway = Gateway(config, mcp_targets=targets)
         await gateway.start()
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(Engine(gateway))), base_url="http://gw")

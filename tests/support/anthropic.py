@@ -12,7 +12,7 @@ import respx
 
 from app.config import parse_config
 from bench.cache_upstream import Refused, read_messages
-from tests.support.gateway import GatewayFactory, load_example
+from tests.support.gateway import GatewayFactory, example_targets
 
 ANTHROPIC_UPSTREAM = "http://anthropic.test/v1"
 
@@ -142,6 +142,7 @@ def anthropic_config(**extra: Any) -> Any:
             "providers": {"claude": CLAUDE_PROVIDER},
             "models": {"sonnet": {"provider": "claude", "model": "claude-sonnet-4-5"}},
             "mcpServers": {"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
+            "mcp_limits": {"rebuild_interval_seconds": 0.01},  # as make_config's: a start never waits a second
             **extra,
         },
         environ={},
@@ -150,7 +151,7 @@ def anthropic_config(**extra: Any) -> Any:
 
 async def anthropic_gateway(gateway_factory: GatewayFactory) -> Any:
     """A gateway whose one model is Claude behind the in-memory upstream; weather loaded, finance deferred."""
-    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    targets = example_targets("weather", "finance")
     client, _ = await gateway_factory(anthropic_config(), targets=targets)
     return client
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import importlib.util
 import json
 import os
@@ -33,6 +35,32 @@ def load_example(name: str) -> ModuleType:
     return module
 
 
+@functools.cache
+def _shared_example(name: str) -> tuple[ModuleType, dict[str, Any]]:
+    """An example server loaded once, with the state it starts with: its private module-level stores and counters
+    (notes' `_notes` and `_next_id`, calendar's `_events`)."""
+    module = load_example(name)
+    state = {
+        key: copy.deepcopy(value)
+        for key, value in vars(module).items()
+        if key.startswith("_") and not key.startswith("__") and isinstance(value, dict | list | set | int)
+    }
+    return module, state
+
+
+def example_targets(*names: str) -> dict[str, Any]:
+    """The example servers `names` as in-memory MCP targets for a Gateway. Building a server's tools is most of what
+    starting a gateway costs, so each is built once for the run and handed out with its state as it started (what an
+    earlier test stored in notes or calendar is gone); `load_example` gives a module of a test's own."""
+    targets = {}
+    for name in names:
+        module, state = _shared_example(name)
+        for key, value in state.items():
+            setattr(module, key, copy.deepcopy(value))
+        targets[name] = module.mcp
+    return targets
+
+
 def make_config(**overrides: Any) -> Config:
     raw: dict[str, Any] = {
         # Found tools join `tools` (the tests of the other deferrals, and of the defaults, say so themselves).
@@ -54,6 +82,9 @@ def make_config(**overrides: Any) -> Config:
         raw[key] = value
     # Keyword search unless a test asks for meaning: the semantic tests load the model themselves.
     raw["tool_discovery"] = {"semantic": {"enabled": False}, **raw.get("tool_discovery", {})}
+    # Tool-list changes are rebuilt at once unless a test paces them itself: at the default (1 s) a change, or a
+    # server listed just after the first rebuild of a start began, waits a second for its rebuild.
+    raw["mcp_limits"] = {"rebuild_interval_seconds": 0.01, **raw.get("mcp_limits", {})}
     return parse_config(raw, environ={})
 
 

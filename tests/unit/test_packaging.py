@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import tomllib
-
-import yaml
 
 from tests.support import ROOT
 
@@ -56,18 +53,3 @@ def test_compose_builds_this_image_and_mounts_a_config_that_exists() -> None:
     assert mount.group(2) == f"{workdir.group(1)}/config.json"
     assert '"8000:8000"' in compose and "restart: unless-stopped" in compose
     assert "OPENAI_API_KEY: ${OPENAI_API_KEY" in compose
-
-
-def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
-    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
-    service = compose["services"]["demo"]
-    assert service["profiles"] == ["demo"]
-    variables = ["CONFIG=config.json", "HOST=0.0.0.0", "PORT=8000"]
-    planned = subprocess.run(["make", "-n", "demo", *variables], cwd=ROOT, capture_output=True, text=True, check=True)
-    (line,) = [line for line in planned.stdout.splitlines() if "toolsift demo" in line]
-    assert ["toolsift", *line.split()[1:]] == service["command"]
-    assert "8000:8000" in service["ports"]
-    real = compose["services"]["toolsift"]  # `docker compose up` stays the real gateway
-    assert "profiles" not in real and "command" not in real
-    run = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "toolsift serve" in run and "toolsift demo" not in run

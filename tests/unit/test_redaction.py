@@ -123,7 +123,7 @@ def test_what_counts_as_a_secret() -> None:
 
 async def test_short_values_are_not_redacted(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "api_key": "abc", "max_retries": 0}
-    client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})
+    client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}, mcpServers={}), targets={})
     upstream.script(httpx.Response(400, json={"error": {"message": "abc is a bad value", "type": "invalid"}}))
     response = await client.post("/v1/chat/completions", json=chat_body("x"))
     assert response.json()["error"]["message"].endswith("abc is a bad value")
@@ -137,7 +137,9 @@ async def test_retry_and_fallback_lines_carry_the_request_id(
         "fast": {"provider": "up", "model": "a", "fallbacks": ["backup"]},
         "backup": {"provider": "up", "model": "b"},
     }
-    client, _ = await gateway_factory(make_config(providers=providers, models=models, tool_sets={}), targets={})
+    client, _ = await gateway_factory(
+        make_config(providers=providers, models=models, tool_sets={}, mcpServers={}), targets={}
+    )
     busy = httpx.Response(503, json={"error": {"message": "busy", "type": "server_error"}})
     upstream.script(busy, busy, completion("fine"))
     caplog.set_level(logging.INFO)
@@ -151,7 +153,7 @@ async def test_retry_and_fallback_lines_carry_the_request_id(
 
 async def test_a_forwarded_client_key_is_redacted_for_its_request(upstream: Upstream, gateway_factory: Any) -> None:
     provider = {"base_url": UPSTREAM, "forward_client_auth": True, "max_retries": 0}
-    client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}), targets={})
+    client, _ = await gateway_factory(make_config(providers={"up": provider}, tool_sets={}, mcpServers={}), targets={})
     caller_key = "sk-caller-own-key-42"
     upstream.script(httpx.Response(401, json={"error": {"message": f"Bad key {caller_key}", "type": "auth"}}))
     response = await client.post(

@@ -1,14 +1,11 @@
 """bench/load.py's setups: one process for each `--instances` count side by side, then the replicas x workers on
-Redis, all in one run; the called server slowed by `--call-ms`, and a report that states it; and the process tree
-whose CPU it counts."""
+Redis, all in one run; the called server slowed by `--call-ms`, and a report that states it (the process tree whose
+CPU it counts, with a real child process, is tests/e2e/bench/test_load_setups.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,17 +32,6 @@ def test_instances_side_by_side_then_the_replicas_on_redis() -> None:
 def test_instance_counts_are_bounded() -> None:
     with pytest.raises(SystemExit):
         load.setups(_args(instances="0,4"))
-
-
-def test_the_cpu_of_a_process_and_its_children_is_counted() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; sum(range(10**7)); time.sleep(30)"])
-    try:
-        assert child.pid in load.process_tree(os.getpid())
-        used = load.cpu_seconds([os.getpid()])
-        assert os.getpid() in used and child.pid in used and all(value >= 0 for value in used.values())
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_the_called_server_is_the_example_unless_calls_are_to_take_time() -> None:

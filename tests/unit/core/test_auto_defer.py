@@ -18,7 +18,7 @@ from app.config import ConfigError, load_config, parse_config
 from app.engine.api import Engine
 from app.fronts.mcp.server import McpFront
 from app.mcp.client.catalog_build import build_catalog
-from tests.support import ROOT, Upstream, chat_body, completion, load_example, make_config
+from tests.support import ROOT, Upstream, chat_body, completion, example_targets, make_config
 
 DEMO = json.loads((ROOT / "config.json").read_text())["mcpServers"]
 
@@ -34,13 +34,18 @@ def pasted(**extra: dict[str, Any]) -> dict[str, Any]:
 async def demo_listings() -> dict[str, Any]:
     listings: dict[str, Any] = {}
     for name, server in DEMO.items():
-        async with Client(load_example(Path(server["args"][0]).stem).mcp) as client:
+        async with Client(demo_server(server)) as client:
             listings[name] = await client.list_tools()
     return listings
 
 
+def demo_server(server: dict[str, Any]) -> Any:
+    stem = Path(server["args"][0]).stem
+    return example_targets(stem)[stem]
+
+
 def demo_targets() -> dict[str, Any]:
-    return {name: load_example(Path(server["args"][0]).stem).mcp for name, server in DEMO.items()}
+    return {name: demo_server(server) for name, server in DEMO.items()}
 
 
 async def test_auto_defers_the_pasted_demo_block_and_decides_on_what_is_listed() -> None:

@@ -67,23 +67,29 @@ def tools(seed: int, alphabet: str, count: int, chars: int, vocabulary: int) -> 
     ]
 
 
+@pytest.fixture(scope="module")
+def big_server() -> FastMCP:
+    """One in-memory server of MCP_TOOLS tools for the module (building them is most of a test's time; a gateway
+    only lists and calls them)."""
+    server = FastMCP("big")
+    for i in range(MCP_TOOLS):
+        server.add_tool(Tool.from_function(lambda: "ok", name=f"tool_{i}", description=f"Ordinary tool {i}"))
+    return server
+
+
 @pytest.fixture
-async def started() -> Any:
-    """Start gateways beside one in-memory server of MCP_TOOLS deferred tools, the client-tool cache bounded at
-    `mb` MiB."""
+async def started(big_server: FastMCP) -> Any:
+    """Start gateways beside the server of MCP_TOOLS deferred tools, the client-tool cache bounded at `mb` MiB."""
     running: list[Gateway] = []
 
     async def start(mb: int) -> Gateway:
-        server = FastMCP("big")
-        for i in range(MCP_TOOLS):
-            server.add_tool(Tool.from_function(lambda: "ok", name=f"tool_{i}", description=f"Ordinary tool {i}"))
         config = make_config(
             mcpServers={"big": {"command": "unused", "defer_loading": True}},
             mcp_limits={"max_tools_per_server": MCP_TOOLS},
             tool_sets={},
             tool_discovery={"enabled": True, "client_index_cache_mb": mb},
         )
-        gateway = Gateway(config, mcp_targets={"big": server})
+        gateway = Gateway(config, mcp_targets={"big": big_server})
         await gateway.start()
         running.append(gateway)
         return gateway

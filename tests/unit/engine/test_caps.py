@@ -1,6 +1,7 @@
 """What one model reply may ask of the gateway is bounded: at most `max_tool_calls_per_round` calls of a reply run
 and at most `max_searches_per_request` searches in a request; every call past a cap is answered with a tool error
-the model reads, so the conversation stays whole. Through the HTTP app, with a reply of hundreds of calls."""
+the model reads, so the conversation stays whole. With a reply of hundreds of calls: the caps at the engine's entry
+(`Gateway.run`, a scripted provider), the rest through the HTTP app."""
 
 from __future__ import annotations
 
@@ -8,8 +9,13 @@ from typing import Any
 
 import pytest
 
+from app.core.model import Message
 from app.engine import request_tools
+from app.engine.answer import aggregate
+from app.engine.caller import Caller
+from app.engine.record import RequestRecord
 from tests.support import Upstream, chat_body, completion, make_config
+from tests.support.engine import ScriptedProvider, ask, calls, said, started_engine
 
 
 @pytest.fixture
@@ -30,43 +36,50 @@ def _results(upstream: Upstream, call: int) -> list[dict[str, Any]]:
     return [message for message in upstream.requests[call]["messages"] if message["role"] == "tool"]
 
 
-async def test_a_fan_out_reply_runs_only_what_the_caps_allow(
-    upstream: Upstream, gateway_factory: Any, searches: list[Any]
-) -> None:
+def _told(provider: ScriptedProvider, round_index: int) -> list[Message]:
+    """The tool results the model was sent in round `round_index`."""
+    return [message for message in provider.rounds[round_index].messages if message.role == "tool"]
+
+
+async def test_a_fan_out_reply_runs_only_what_the_caps_allow(searches: list[Any]) -> None:
     config = make_config(max_tool_calls_per_round=50, max_searches_per_request=20)
-    client, _ = await gateway_factory(config)
-    fan_out = [("search_tools", {"query": f"distinct query number {index} " + "word " * 50}) for index in range(300)]
-    upstream.script(completion(calls=fan_out), completion("done"))
-    response = await client.post("/v1/chat/completions", json=chat_body("find everything"))
-    assert response.status_code == 200, response.text
-    assert len(searches) == 20 and response.json()["tool_discovery"]["search_calls"] == 20
-    results = _results(upstream, 1)
-    assert [r["tool_call_id"] for r in results] == [f"call_{index}_search_tools" for index in range(300)]
-    assert not any(r["content"].startswith("Error:") for r in results[:20])
-    assert all("(max_searches_per_request)" in r["content"] for r in results[20:50])
-    assert all("asked for 300 tool calls" in r["content"] for r in results[50:])
-    assert all("(max_tool_calls_per_round)" in r["content"] for r in results[50:])
+    async with started_engine(config) as (gateway, provider):
+        fan_out = [
+            ("search_tools", {"query": f"distinct query number {index} " + "word " * 50}) for index in range(300)
+        ]
+        provider.script += [calls(*fan_out), said("done")]
+        record = RequestRecord()
+        assert await aggregate(record.observe(gateway.run(ask("find everything"), Caller()))) is not None
+    assert len(searches) == 20 and len(record.searches) == 20
+    results = _told(provider, 1)
+    assert [r.tool_call_id for r in results] == [f"call_{index}" for index in range(300)]
+    assert not any(r.text().startswith("Error:") for r in results[:20])
+    assert all("(max_searches_per_request)" in r.text() for r in results[20:50])
+    assert all("asked for 300 tool calls" in r.text() for r in results[50:])
+    assert all("(max_tool_calls_per_round)" in r.text() for r in results[50:])
 
 
 async def test_the_search_budget_spans_rounds_and_mcp_calls_past_the_round_cap_do_not_run(
-    upstream: Upstream, gateway_factory: Any, searches: list[Any]
+    searches: list[Any],
 ) -> None:
-    client, _ = await gateway_factory(make_config(max_tool_calls_per_round=3, max_searches_per_request=2))
-    weather = [("weather__get_current_weather", {"city": "Paris"}) for _ in range(40)]
-    upstream.script(
-        completion(calls=[("search_tools", {"query": "currency"})]),
-        completion(calls=[("search_tools", {"query": "notes"}), ("search_tools", {"query": "slugify"})]),
-        completion(calls=weather),
-        completion("done"),
-    )
-    response = await client.post("/v1/chat/completions", json=chat_body("go"))
-    assert response.status_code == 200, response.text
+    config = make_config(max_tool_calls_per_round=3, max_searches_per_request=2)
+    async with started_engine(config) as (gateway, provider):
+        weather = [("weather__get_current_weather", {"city": "Paris"}) for _ in range(40)]
+        provider.script += [
+            calls(("search_tools", {"query": "currency"})),
+            calls(("search_tools", {"query": "notes"}), ("search_tools", {"query": "slugify"})),
+            calls(*weather),
+            said("done"),
+        ]
+        record = RequestRecord()
+        answer = await aggregate(record.observe(gateway.run(ask("go"), Caller())))
+    assert answer.content == "done"
     assert len(searches) == 2
-    assert "(max_searches_per_request)" in _results(upstream, 2)[-1]["content"]
-    assert response.json()["tool_discovery"]["tools_called"] == ["weather__get_current_weather"] * 3
-    refused = _results(upstream, 3)[-40:]
-    assert not any(r["content"].startswith("Error:") for r in refused[:3])
-    assert all("(max_tool_calls_per_round)" in r["content"] for r in refused[3:])
+    assert "(max_searches_per_request)" in _told(provider, 2)[-1].text()
+    assert [call.name for call in record.mcp_calls] == ["weather__get_current_weather"] * 3
+    refused = _told(provider, 3)[-40:]
+    assert not any(r.text().startswith("Error:") for r in refused[:3])
+    assert all("(max_tool_calls_per_round)" in r.text() for r in refused[3:])
 
 
 async def test_the_default_caps_are_stated_in_the_config() -> None:

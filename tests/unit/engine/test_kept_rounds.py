@@ -15,7 +15,7 @@ from app.engine.answer import aggregate
 from app.engine.caller import Caller
 from app.engine.gateway import Gateway
 from app.engine.kept_rounds import GONE_NOTE, mark, marked
-from tests.support import load_example, make_config
+from tests.support import example_targets, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 
 ALICE, BOB = Identity("alice"), Identity("bob")
@@ -30,7 +30,7 @@ async def _engine(deferral: str) -> tuple[Gateway, ScriptedProvider]:
         tool_sets={},
     )
     provider = ScriptedProvider("up")
-    gateway = Gateway(config, mcp_targets={"finance": load_example("finance").mcp}, providers={"up": provider})
+    gateway = Gateway(config, mcp_targets=example_targets("finance"), providers={"up": provider})
     await gateway.start()
     return gateway, provider
 

@@ -16,7 +16,7 @@ from app.config import parse_config
 from app.engine.api import Engine
 from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
-from tests.support import load_example
+from tests.support import example_targets
 from tests.support.anthropic import CLAUDE_PROVIDER, message, streamed_message, tool_use
 from tests.support.responses_upstream import RESPONSES_PROVIDER, function_call, response, scripted_responses
 from tests.support.responses_upstream import message as output_message
@@ -252,7 +252,7 @@ async def test_run_task_on_an_anthropic_upstream_loads_found_tools_natively(anth
     ]
     raw = native_config().model_dump(mode="json", by_alias=True, exclude_none=True)
     config = parse_config({**raw, "mcp_front": {"mode": "proxy", "run_task": {"model": "sonnet"}}}, environ={})
-    gateway = Gateway(config, {name: load_example(name).mcp for name in ("finance", "notes")})
+    gateway = Gateway(config, example_targets("finance", "notes"))
     await gateway.start()
     try:
         async with Client(McpFront(Engine(gateway), "proxy").server) as client:

@@ -18,7 +18,7 @@ from app.engine.caller import Caller
 from app.engine.events import ContentDelta, Event, Finished, SearchDone
 from app.engine.gateway import Gateway
 from app.engine.record import RequestRecord
-from tests.support import load_example, make_config
+from tests.support import example_targets, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 
 ALICE, BOB = Identity("alice"), Identity("bob")
@@ -32,7 +32,7 @@ def ask(text: str, model: str = "fast", **fields: Any) -> ChatRequest:
 async def engine() -> AsyncIterator[tuple[Gateway, ScriptedProvider]]:
     config = make_config()
     provider = ScriptedProvider("up")
-    targets = {name: load_example(name).mcp for name in ("weather", "notes", "finance", "textkit")}
+    targets = example_targets("weather", "notes", "finance", "textkit")
     gateway = Gateway(config, mcp_targets=targets, providers={"up": provider})
     await gateway.start()
     yield gateway, provider

@@ -1,4 +1,7 @@
-"""Session memory: one cap for both ways of naming a session, memory bounded in bytes, and callers kept apart."""
+"""Session memory: one cap for both ways of naming a session, memory bounded in bytes, and callers kept apart.
+
+What a session remembers is the engine's (driven at `Gateway.run`); how a request names its session, and the
+keys that keep callers apart, are the HTTP edge's (driven through the app)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,11 @@ import openai
 import pytest
 
 from app.common.identity import ANONYMOUS
+from app.engine.caller import Caller
 from app.engine.sessions import SessionKey, Sessions
 from app.store import MemoryStore
 from tests.support import Upstream, completion, make_config
+from tests.support.engine import answer_text, ask, calls, said, started_engine
 
 KEYS = ["gw-key-alice", "gw-key-bob"]
 
@@ -20,7 +25,7 @@ def sdk(client: Any, key: str = "unused") -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url="http://gw/v1", api_key=key, http_client=client, max_retries=0)
 
 
-async def ask(client: openai.AsyncOpenAI, text: str, **extra: Any) -> str:
+async def chat(client: openai.AsyncOpenAI, text: str, **extra: Any) -> str:
     answer = await client.chat.completions.create(model="fast", messages=[{"role": "user", "content": text}], **extra)
     return answer.choices[0].message.content or ""
 
@@ -36,10 +41,10 @@ async def test_session_id_header_and_body_share_one_cap(upstream: Upstream, gate
             return {"extra_headers": {"X-Session-Id": session}}
         return {"extra_body": {"session_id": session}}
 
-    assert await ask(api, "hi", **naming("s" * 40)) == "fits"
+    assert await chat(api, "hi", **naming("s" * 40)) == "fits"
     for size in (41, 1_000_000 if where == "body" else 8_000):
         with pytest.raises(openai.BadRequestError) as caught:
-            await ask(api, "hi", **naming("s" * size))
+            await chat(api, "hi", **naming("s" * size))
         error = caught.value.body
         assert isinstance(error, dict)
         assert error["param"] == ("X-Session-Id" if where == "header" else "session_id")
@@ -50,36 +55,34 @@ async def test_session_id_header_and_body_share_one_cap(upstream: Upstream, gate
 async def test_the_default_cap_is_256(upstream: Upstream, gateway_factory: Any) -> None:
     client, _ = await gateway_factory()
     with pytest.raises(openai.BadRequestError) as caught:
-        await ask(sdk(client), "hi", extra_headers={"X-Session-Id": "s" * 257})
+        await chat(sdk(client), "hi", extra_headers={"X-Session-Id": "s" * 257})
     assert "at most 256" in str(caught.value)
 
 
-async def test_unique_long_session_ids_cannot_grow_memory(upstream: Upstream, gateway_factory: Any) -> None:
+async def test_unique_long_session_ids_cannot_grow_memory() -> None:
     bound = 64 * 1024
-    client, gateway = await gateway_factory(make_config(sessions={"max_bytes": bound}))
-    store = gateway.sessions.store
-    assert isinstance(store, MemoryStore)
-    api = sdk(client)
-    for index in range(300):
-        upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("ok"))
-        session = f"{index:04d}" + "x" * 252
-        assert await ask(api, "slug", extra_headers={"X-Session-Id": session}) == "ok"
-        assert store.bytes <= bound
-    assert 0 < len(store) < 300, "the oldest sessions went first"
-    upstream.script(completion("latest"))
-    await ask(api, "again", extra_headers={"X-Session-Id": "0299" + "x" * 252})
-    assert upstream.tool_names(-1)[-1] == "textkit__slugify", "the newest session is still remembered"
+    async with started_engine(make_config(sessions={"max_bytes": bound})) as (gateway, provider):
+        store = gateway.sessions.store
+        assert isinstance(store, MemoryStore)
+        for index in range(300):
+            provider.script += [calls(("search_tools", {"tool_names": ["slugify"]})), said("ok")]
+            session = f"{index:04d}" + "x" * 252
+            assert await answer_text(gateway, ask("slug"), Caller(session_id=session)) == "ok"
+            assert store.bytes <= bound
+        assert 0 < len(store) < 300, "the oldest sessions went first"
+        provider.script.append(said("latest"))
+        assert await answer_text(gateway, ask("again"), Caller(session_id="0299" + "x" * 252)) == "latest"
+        assert provider.tool_names(-1)[-1] == "textkit__slugify", "the newest session is still remembered"
 
 
-async def test_a_session_remembers_a_bounded_number_of_tools(upstream: Upstream, gateway_factory: Any) -> None:
-    client, _ = await gateway_factory(make_config(sessions={"max_tools": 2}))
-    api = sdk(client)
-    for name in ("slugify", "convert_currency", "get_stock_quote"):
-        upstream.script(completion(calls=[("search_tools", {"tool_names": [name]})]), completion("ok"))
-        await ask(api, name, extra_headers={"X-Session-Id": "many"})
-    upstream.script(completion("done"))
-    await ask(api, "what do I have", extra_headers={"X-Session-Id": "many"})
-    sent = upstream.tool_names(-1)
+async def test_a_session_remembers_a_bounded_number_of_tools() -> None:
+    async with started_engine(make_config(sessions={"max_tools": 2})) as (gateway, provider):
+        for name in ("slugify", "convert_currency", "get_stock_quote"):
+            provider.script += [calls(("search_tools", {"tool_names": [name]})), said("ok")]
+            await answer_text(gateway, ask(name), Caller(session_id="many"))
+        provider.script.append(said("done"))
+        assert await answer_text(gateway, ask("what do I have"), Caller(session_id="many")) == "done"
+    sent = provider.tool_names(-1)
     assert "finance__convert_currency" in sent and "finance__get_stock_quote" in sent
     assert "textkit__slugify" not in sent, "the oldest find was let go"
 
@@ -89,11 +92,11 @@ async def test_two_keys_with_the_same_session_id_never_mix(upstream: Upstream, g
     alice, bob = sdk(client, KEYS[0]), sdk(client, KEYS[1])
     same = {"extra_headers": {"X-Session-Id": "conversation-1"}}
     upstream.script(completion(calls=[("search_tools", {"tool_names": ["slugify"]})]), completion("found"))
-    await ask(alice, "slug it", **same)
+    await chat(alice, "slug it", **same)
     upstream.script(completion("bob"), completion("alice"))
-    await ask(bob, "what tools?", **same)
+    await chat(bob, "what tools?", **same)
     assert "textkit__slugify" not in upstream.tool_names(2), "another key's session is not this one"
-    await ask(alice, "and now?", **same)
+    await chat(alice, "and now?", **same)
     assert upstream.tool_names(3)[-1] == "textkit__slugify", "the key's own session still is"
 
 

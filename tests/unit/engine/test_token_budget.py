@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,9 @@ def _identity(name: str = "alice", budget: int = 100) -> Identity:
     return Identity(name, limits=IdentityLimits(tokens_per_day=budget), named=True)
 
 
+NO_SERVERS: dict[str, Any] = {"mcpServers": {}, "tool_sets": {}}  # no MCP server: none is started
+
+
 def _ask(stream: bool = False, max_tokens: int | None = 200) -> ChatRequest:
     return ChatRequest("fast", [Message("user", "Tell me a story.")], [], Options(max_tokens=max_tokens), stream=stream)
 
@@ -35,7 +39,7 @@ def _ask(stream: bool = False, max_tokens: int | None = 200) -> ChatRequest:
 @pytest.fixture
 async def engine() -> AsyncIterator[tuple[Gateway, ScriptedProvider]]:
     provider = ScriptedProvider("up")
-    gateway = Gateway(make_config(mcp_front={"run_task": {"model": "fast"}}), providers={"up": provider})
+    gateway = Gateway(make_config(mcp_front={"run_task": {"model": "fast"}}, **NO_SERVERS), providers={"up": provider})
     await gateway.start()
     yield gateway, provider
     await gateway.stop()
@@ -114,7 +118,7 @@ async def test_a_call_of_the_clients_own_tool_is_counted_where_the_upstream_repo
 async def test_while_a_request_runs_it_holds_its_estimate(max_tokens: int | None, reserved: int) -> None:
     """Its prompt's tokens and its `max_tokens`, or `limits.default_output_tokens` where it sets none."""
     provider = ScriptedProvider("up", Delta(content="ok", stop=StopReason(), usage=Usage(10, 5, 15)))
-    gateway = Gateway(make_config(limits={"default_output_tokens": 700}), providers={"up": provider})
+    gateway = Gateway(make_config(limits={"default_output_tokens": 700}, **NO_SERVERS), providers={"up": provider})
     await gateway.start()
     try:
         run = gateway.run(_ask(max_tokens=max_tokens), Caller(_identity()))

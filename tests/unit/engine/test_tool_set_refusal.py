@@ -16,7 +16,7 @@ from app.engine.caller import Caller
 from app.engine.gateway import Gateway
 from app.engine.request_tools import RequestTools, ToolKind
 from app.fronts.mcp.server import McpFront
-from tests.support import load_example, make_config
+from tests.support import example_targets, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 
 OUTSIDE = "weather__get_alerts"  # the `money` tool set has two finance tools only
@@ -25,7 +25,7 @@ OUTSIDE = "weather__get_alerts"  # the `money` tool set has two finance tools on
 @pytest.fixture
 async def engine() -> AsyncIterator[tuple[Gateway, ScriptedProvider]]:
     provider = ScriptedProvider("up")
-    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    targets = example_targets("weather", "finance")
     config = make_config(
         mcpServers={"weather": {"command": "unused"}, "finance": {"command": "unused", "defer_loading": True}},
         tool_sets={"money": {"servers": {"finance": ["convert_currency", "get_exchange_rates"]}}},

@@ -20,7 +20,7 @@ import pytest
 
 from app.config import parse_config
 from tests.support.anthropic import ANTHROPIC_UPSTREAM, CLAUDE_PROVIDER, message, streamed_message, tool_use
-from tests.support.gateway import ROOT, UPSTREAM, load_example
+from tests.support.gateway import ROOT, UPSTREAM, example_targets
 from tests.support.responses_upstream import (
     RESPONSES_PROVIDER,
     RESPONSES_UPSTREAM,
@@ -354,7 +354,7 @@ async def _run(front: str, upstream: str, stream: bool, gateway_factory: Any) ->
         router.post(f"{UPSTREAM}/chat/completions").mock(side_effect=answer)
         router.post(f"{ANTHROPIC_UPSTREAM}/messages").mock(side_effect=answer)
         router.post(f"{RESPONSES_UPSTREAM}/responses").mock(side_effect=answer)
-        client, _ = await gateway_factory(config(), targets={"finance": load_example("finance").mcp})
+        client, _ = await gateway_factory(config(), targets=example_targets("finance"))
         path, body = FRONTS[front]
         body = {**body, "model": upstream, "stream": stream}
         if stream and front == "chat":

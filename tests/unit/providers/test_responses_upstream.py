@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from app.config import parse_config
-from tests.support.gateway import load_example
+from tests.support.gateway import example_targets
 from tests.support.responses_upstream import (
     RESPONSES_PROVIDER,
     failed_events,
@@ -44,7 +44,7 @@ async def gateway(gateway_factory: Any) -> Any:
     """(client, bodies sent upstream, replies to give) for a gateway whose model `r` is behind the upstream."""
     with mock_upstreams() as router:
         sent, replies = scripted_responses(router)
-        client, _ = await gateway_factory(config(deferral="tools"), targets={"finance": load_example("finance").mcp})
+        client, _ = await gateway_factory(config(deferral="tools"), targets=example_targets("finance"))
         yield client, sent, replies
 
 

@@ -233,7 +233,7 @@ async def test_request_log_line_and_request_id(
 async def test_a_server_that_fails_to_start_is_down_and_the_others_work(
     upstream: Upstream, gateway_factory: Any
 ) -> None:
-    from tests.support import load_example
+    from tests.support import example_targets
 
     servers = {
         "weather": {"command": "unused"},
@@ -241,9 +241,7 @@ async def test_a_server_that_fails_to_start_is_down_and_the_others_work(
         "notes": {"command": "unused", "defer_loading": True},
     }
     config = make_config(mcpServers=servers, tool_sets={}, mcp_startup_timeout=10)
-    client, _ = await gateway_factory(
-        config, targets={"weather": load_example("weather").mcp, "notes": load_example("notes").mcp}
-    )
+    client, _ = await gateway_factory(config, targets=example_targets("weather", "notes"))
     health = (await client.get("/healthz")).json()
     assert health["status"] == "degraded"
     assert health["servers"]["broken"]["state"] == "down" and health["servers"]["broken"]["error"]

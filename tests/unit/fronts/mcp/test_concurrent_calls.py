@@ -14,7 +14,7 @@ from app.engine.gateway import Gateway
 from app.fronts.mcp.server import McpFront
 from app.store.base import Key
 from app.store.memory import MemoryStore
-from tests.support import load_example
+from tests.support import example_targets
 from tests.support.mcp import FINANCE, names
 
 
@@ -37,9 +37,7 @@ async def test_twelve_concurrent_calls_on_one_session_all_answer_and_keep_what_t
             "finance": {"command": "unused", "defer_loading": True},
         }
     }
-    gateway = Gateway(
-        parse_config(raw, environ={}), {"weather": load_example("weather").mcp, "finance": load_example("finance").mcp}
-    )
+    gateway = Gateway(parse_config(raw, environ={}), example_targets("weather", "finance"))
     await gateway.start()
     try:
         front = McpFront(Engine(gateway), "lazy")

@@ -13,7 +13,9 @@ async def test_backend_changes_reach_the_front_and_its_sessions() -> None:
     from app.engine.gateway import Gateway
     from app.fronts.mcp.server import McpFront
 
-    config = parse_config({"mcpServers": {"lab": {"command": "unused", "defer_loading": True}}}, environ={})
+    lab = {"lab": {"command": "unused", "defer_loading": True}}
+    quick = {"rebuild_interval_seconds": 0.05}  # the change is listed at once, not a second later (the default)
+    config = parse_config({"mcpServers": lab, "mcp_limits": quick}, environ={})
     gateway = Gateway(config, {"lab": growing_server()})
     await gateway.start()
     manager = gateway.mcp

@@ -15,11 +15,11 @@ async def test_the_front_remembers_a_bounded_number_of_clients() -> None:
     from app.engine.gateway import Gateway
     from app.fronts.mcp.server import McpFront
     from app.store.memory import MemoryStore
-    from tests.support import load_example
+    from tests.support import example_targets
 
     raw = {"mcpServers": {"finance": {"command": "unused", "defer_loading": True}}, "sessions": {"max_sessions": 5}}
     config = parse_config(raw, environ={})
-    gateway = Gateway(config, {"finance": load_example("finance").mcp})
+    gateway = Gateway(config, example_targets("finance"))
     await gateway.start()
     try:
         front = McpFront(Engine(gateway), "lazy")

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import Upstream, completion, load_example, make_config
+from tests.support import Upstream, completion, example_targets, make_config
 from tests.support.anthropic import anthropic_config, message, sse, tool_use
 
 BETAS = "claude-code-20250219,context-management-2025-06-27,mid-conversation-tool-changes-2026-07-01"
@@ -73,7 +73,8 @@ async def test_an_anthropic_upstream_gets_the_system_entry_beta_fields_and_heade
 ) -> None:
     calls, replies = anthropic_upstream
     replies.append(httpx.Response(200, json=message([{"type": "text", "text": "Hello."}], "end_turn")))
-    client, _ = await gateway_factory(anthropic_config(), targets={"weather": load_example("weather").mcp})
+    weather_only = {"weather": {"command": "unused"}}
+    client, _ = await gateway_factory(anthropic_config(mcpServers=weather_only), targets=example_targets("weather"))
     body = claude_code_body([PROMPT, ENVIRONMENT], TOOLS, "sonnet")
     response = await client.post("/v1/messages?beta=true", json=body, headers=HEADERS)
     assert response.status_code == 200, response.text
@@ -91,7 +92,7 @@ async def test_configured_betas_come_first_and_each_beta_goes_once(
 ) -> None:
     calls, replies = anthropic_upstream
     replies.append(httpx.Response(200, json=message([{"type": "text", "text": "Hi."}], "end_turn")))
-    config = anthropic_config()
+    config = anthropic_config(mcpServers={})
     config.providers["claude"].extra_headers = {"Anthropic-Beta": "effort-2025-11-24,context-management-2025-06-27"}
     client, _ = await gateway_factory(config, targets={})
     body = {"model": "sonnet", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
@@ -143,7 +144,7 @@ async def test_an_anthropic_upstream_gets_the_referenced_tool_deferred_as_the_re
 ) -> None:
     calls, replies = anthropic_upstream
     replies.append(httpx.Response(200, json=message([tool_use(COUNT, {"text": "a b"})], "tool_use")))
-    client, _ = await gateway_factory(anthropic_config(), targets={})
+    client, _ = await gateway_factory(anthropic_config(mcpServers={}), targets={})
     body = claude_code_body([PROMPT, ENVIRONMENT, *SEARCHED], [*TOOLS, COUNT_TOOL], "sonnet")
     response = await client.post("/v1/messages", json=body, headers=HEADERS)
     assert response.json()["content"][-1]["name"] == COUNT
@@ -168,7 +169,7 @@ async def test_an_anthropic_upstreams_pings_reach_the_stream(anthropic_upstream:
             ]
         )
     )
-    client, _ = await gateway_factory(anthropic_config(), targets={})
+    client, _ = await gateway_factory(anthropic_config(mcpServers={}), targets={})
     body = {"model": "sonnet", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     response = await client.post("/v1/messages", json=body)
     kinds = [line[len("event: ") :] for line in response.text.splitlines() if line.startswith("event: ")]

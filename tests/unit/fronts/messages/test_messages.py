@@ -169,7 +169,7 @@ async def test_stream_failures_are_anthropic_error_events(upstream: Upstream, ga
                 yield FIRST_CHUNK
                 await asyncio.sleep(0.01)
 
-    client, _ = await gateway_factory(make_config(request_deadline=1.0))
+    client, _ = await gateway_factory(make_config(request_deadline=0.5))
     api = sdk(client)
     asked: Any = [{"role": "user", "content": "x"}]
     upstream.script(

@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import httpx
 
-from tests.support import load_example
+from tests.support import example_targets
 from tests.support.anthropic import CLAUDE_PROVIDER, anthropic_config, message, sdk, sse, streamed_message, tool_use
 
 THINK = {"type": "thinking", "thinking": "The user wants a conversion.", "signature": "sig-Zm9vYmFy=="}
@@ -19,7 +19,7 @@ CONVERT = {"amount": 5, "from_currency": "USD", "to_currency": "EUR"}
 
 async def _client(gateway_factory: Any) -> httpx.AsyncClient:
     """The gateway places no cache breakpoints of its own here: the tests compare what reached the upstream."""
-    targets = {name: load_example(name).mcp for name in ("weather", "finance")}
+    targets = example_targets("weather", "finance")
     providers = {"claude": {**CLAUDE_PROVIDER, "prompt_cache": "off"}}
     client, _ = await gateway_factory(anthropic_config(providers=providers), targets=targets)
     return client  # type: ignore[no-any-return]

@@ -1,0 +1,36 @@
+"""The deployment files checked by the programs that read them: haproxy parses the scale profile's balancer config,
+and `make` plans what compose's demo profile runs. They run processes, so they are end-to-end tests; the files'
+contents are checked in process by tests/unit/test_compose_scale.py and tests/unit/test_packaging.py."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.support import ROOT
+
+HAPROXY = ROOT / "deploy" / "haproxy.cfg"
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="needs haproxy to check its config file")
+def test_haproxy_accepts_the_config() -> None:
+    checked = subprocess.run(["haproxy", "-c", "-f", str(HAPROXY)], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    service = compose["services"]["demo"]
+    assert service["profiles"] == ["demo"]
+    variables = ["CONFIG=config.json", "HOST=0.0.0.0", "PORT=8000"]
+    planned = subprocess.run(["make", "-n", "demo", *variables], cwd=ROOT, capture_output=True, text=True, check=True)
+    (line,) = [line for line in planned.stdout.splitlines() if "toolsift demo" in line]
+    assert ["toolsift", *line.split()[1:]] == service["command"]
+    assert "8000:8000" in service["ports"]
+    real = compose["services"]["toolsift"]  # `docker compose up` stays the real gateway
+    assert "profiles" not in real and "command" not in real
+    run = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "toolsift serve" in run and "toolsift demo" not in run
