@@ -76,7 +76,7 @@ def test_check_names_the_broken_server_and_starts_the_others(user_config: Path) 
     assert rows["memory"][:3] == ["memory", "stdio", "up"] and int(rows["memory"][3]) >= 5
     mine = " ".join(rows["mine"])
     folder = user_config.parent
-    assert mine.startswith("mine stdio down 0 loaded file not found: 'servers/my_server.py' is ")
+    assert mine.startswith("mine stdio down 0 down file not found: 'servers/my_server.py' is ")
     assert f"{folder / 'servers' / 'my_server.py'} (a relative path starts in the server's cwd, {folder})" in mine
     assert "exited with code 2" in mine
     assert "note: ignored what other MCP clients write, not used by toolsift: mcpServers.memory.autoApprove" in (
