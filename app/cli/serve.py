@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +96,42 @@ def serve(config: Config, args: argparse.Namespace) -> int:
             shutil.rmtree(counters, ignore_errors=True)
         return 0
     noted = running.note(_url(args.host, args.port), args.config)  # `toolsift search` finds it by its config
+    announce_ready(_url(args.host, args.port))
     try:
         uvicorn.run(create_app(Engine(build_gateway(config, own_process=True))), log_config=None, **options)
     finally:
         running.forget(noted)
     return 0
+
+
+def announce_ready(url: str) -> threading.Thread:
+    """One line once the gateway is ready (its `/readyz`: started, search by meaning ready when it is on), so the
+    first request a person sends after it is answered as every later one: before, it often ran while the tools were
+    still being embedded, and searched by keywords alone. Asked over HTTP, as a load balancer does."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            try:
+                with urllib.request.urlopen(f"{url}/readyz", timeout=2) as answer:
+                    body = json.loads(answer.read())
+            except urllib.error.HTTPError as exc:
+                body = json.loads(exc.read() or b"{}")
+            except (OSError, ValueError):
+                continue
+            problems = [str(problem) for problem in body.get("problems", [])]
+            if any(problem == "starting" or problem.startswith("search by meaning") for problem in problems):
+                continue
+            if problems:
+                logging.getLogger("toolsift").warning("serving at %s, not ready: %s", url, "; ".join(problems))
+            else:
+                logging.getLogger("toolsift").info("ready: %s", url)
+            return
+
+    thread = threading.Thread(target=wait, name="toolsift-ready", daemon=True)
+    thread.start()
+    return thread
 
 
 def _url(host: str, port: int) -> str:

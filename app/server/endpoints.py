@@ -38,6 +38,7 @@ class Endpoints:
         self.responses = ResponsesApi(engine)
         self.admin = AdminApi(engine)
         self.operators = Operators(self.config.auth)
+        self.searching = False  # search by meaning was ready (or off) once: readiness no longer waits for it
 
     async def chat(self, request: Request) -> Response:
         return await serve(self.engine, request, self.chat_front)
@@ -59,12 +60,19 @@ class Endpoints:
         return JSONResponse({"status": status, "servers": servers, "search": self.engine.search_status()})
 
     async def readyz(self, _: Request) -> Response:
-        """Ready when the gateway itself can serve: started, with a provider that can call upstream (one whose key
+        """Ready when the gateway itself can serve: started, its search by meaning ready when it is on (the first
+        searches would otherwise run on keywords alone), with a provider that can call upstream (one whose key
         variable is unset cannot). A down MCP server is reported by /healthz and answered per call; it does not
         make the gateway unready."""
         problems = []
         if not self.engine.started:
             problems.append("starting")
+        elif not self.searching:  # the first time only: a later catalog change never takes a replica out
+            search = self.engine.search_status()
+            if search["mode"] == "embedding":
+                problems.append(f"search by meaning is not ready yet: {search.get('reason') or 'embedding tools'}")
+            else:
+                self.searching = True
         unable = self.config.provider_problems()
         if unable is not None:
             problems.append(unable)
