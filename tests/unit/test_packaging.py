@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import re
 import subprocess
 import tomllib
@@ -29,7 +31,8 @@ def test_dockerfile_installs_like_make_install() -> None:
     make_install = next(line for line in makefile.splitlines() if "pip install" in line)
     docker_installs = [line for line in dockerfile.splitlines() if "pip install" in line and "'.[" in line]
     assert docker_installs, "the image installs the project with pip"
-    runtime_extras = _extras(make_install) - {"dev"}
+    runtime_extras = _extras(make_install)
+    assert runtime_extras == set(project["optional-dependencies"]) - {"dev"}, "make install: every runtime extra"
     for line in docker_installs:
         assert _extras(line) == runtime_extras, f"{line!r} installs other extras than make install"
         assert set(_extras(line)) <= set(project["optional-dependencies"])
@@ -46,6 +49,20 @@ def test_dockerfile_installs_like_make_install() -> None:
     assert '"--host", "0.0.0.0", "--port", "8000"' in dockerfile
 
 
+def test_make_install_is_what_running_needs_and_make_dev_adds_the_dev_extra() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    planned = subprocess.run(["make", "-n", "-B", "install"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "'.[tokens,otel]'" in planned.stdout and "dev]" not in planned.stdout
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dev = re.search(r"^\$\(DEV_STAMP\): \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M)
+    assert dev and _extras(dev.group(1)) == set(extras), "make dev: the runtime extras and dev, on top of install"
+    for target in ("test", "test-unit", "lint", "typecheck", "check-clients", "clients", "bench"):
+        prerequisites = re.search(rf"^{target}:(.*)$", makefile, re.M)
+        assert prerequisites and "dev" in prerequisites.group(1).split(), f"make {target} needs the dev tools"
+    for target in ("run", "demo"):
+        assert re.search(rf"^{target}: install$", makefile, re.M), f"make {target} needs no dev tools"
+
+
 def test_compose_builds_this_image_and_mounts_a_config_that_exists() -> None:
     compose = (ROOT / "compose.yaml").read_text()
     workdir = re.search(r"^WORKDIR (\S+)", (ROOT / "Dockerfile").read_text(), re.M)
@@ -54,8 +71,19 @@ def test_compose_builds_this_image_and_mounts_a_config_that_exists() -> None:
     mount = re.search(r"- \./([^:\s]+):([^:\s]+)(:ro)?$", compose, re.M)
     assert mount and (ROOT / mount.group(1)).exists()
     assert mount.group(2) == f"{workdir.group(1)}/config.json"
-    assert '"8000:8000"' in compose and "restart: unless-stopped" in compose
+    assert "restart: unless-stopped" in compose
     assert "OPENAI_API_KEY: ${OPENAI_API_KEY" in compose
+
+
+def test_the_services_without_gateway_keys_publish_on_loopback_unless_told() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    for name in ("toolsift", "demo"):
+        mounted = next(volume for volume in compose["services"][name]["volumes"] if "config.json" in volume)
+        assert "auth" not in json.loads((ROOT / mounted.split(":")[0]).read_text()), f"{name} has no gateway keys"
+        (published,) = compose["services"][name]["ports"]
+        bind = re.fullmatch(r"\$\{TOOLSIFT_BIND:-([^}]+)\}:8000:8000", published)
+        assert bind and bind.group(1) == "127.0.0.1", published
+    assert "TOOLSIFT_BIND=0.0.0.0 docker compose up" in (ROOT / "docs" / "operations.md").read_text()
 
 
 def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
@@ -66,8 +94,42 @@ def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
     planned = subprocess.run(["make", "-n", "demo", *variables], cwd=ROOT, capture_output=True, text=True, check=True)
     (line,) = [line for line in planned.stdout.splitlines() if "toolsift demo" in line]
     assert ["toolsift", *line.split()[1:]] == service["command"]
-    assert "8000:8000" in service["ports"]
+    assert service["ports"] == compose["services"]["toolsift"]["ports"]
     real = compose["services"]["toolsift"]  # `docker compose up` stays the real gateway
     assert "profiles" not in real and "command" not in real
     run = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "toolsift serve" in run and "toolsift demo" not in run
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    """Docker's rule for a path of the build context: the last pattern that matches it or a folder above it wins."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: end + 1]) for end in range(len(parts))]
+    ignored = False
+    for pattern in patterns:
+        negated, glob = pattern.startswith("!"), pattern.removeprefix("!")
+        matches = [fnmatch.fnmatchcase(prefix, glob) for prefix in prefixes]
+        if glob.startswith("**/"):
+            matches += [fnmatch.fnmatchcase(part, glob.removeprefix("**/")) for part in parts]
+        if any(matches):
+            ignored = not negated
+    return ignored
+
+
+def test_the_build_context_is_what_the_dockerfile_copies() -> None:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    copied = [
+        source
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ")
+        for source in line.split()[1:-1]
+    ]
+    assert copied and not [source for source in copied if _ignored(source.rstrip("/"), patterns)]
+    kept_out = [
+        ".venv/bin/python", ".git/HEAD", ".env", ".env.production", "tests/node_modules/ai/package.json",
+        "tests/sdk-venv/bin/python", "bench/results/load.json", "bench/data/tool_retrieval_dev.json",
+        "app/__pycache__/cli.cpython-311.pyc", ".mypy_cache/3.11/app", "toolsift.egg-info/PKG-INFO",
+    ]  # fmt: skip
+    assert [path for path in kept_out if not _ignored(path, patterns)] == []
+    assert not _ignored("app/server/console/console.js", patterns) and not _ignored("examples/servers", patterns)
