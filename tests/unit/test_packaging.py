@@ -81,7 +81,7 @@ def test_the_services_without_gateway_keys_publish_on_loopback_unless_told() -> 
         mounted = next(volume for volume in compose["services"][name]["volumes"] if "config.json" in volume)
         assert "auth" not in json.loads((ROOT / mounted.split(":")[0]).read_text()), f"{name} has no gateway keys"
         (published,) = compose["services"][name]["ports"]
-        bind = re.fullmatch(r"\$\{TOOLSIFT_BIND:-([^}]+)\}:8000:8000", published)
+        bind = re.fullmatch(r"\$\{TOOLSIFT_BIND:-([^}]+)\}:\$\{TOOLSIFT_PORT:-8000\}:8000", published)
         assert bind and bind.group(1) == "127.0.0.1", published
     assert "TOOLSIFT_BIND=0.0.0.0 docker compose up" in (ROOT / "docs" / "operations.md").read_text()
 
