@@ -133,3 +133,10 @@ def test_the_build_context_is_what_the_dockerfile_copies() -> None:
     ]  # fmt: skip
     assert [path for path in kept_out if not _ignored(path, patterns)] == []
     assert not _ignored("app/server/console/console.js", patterns) and not _ignored("examples/servers", patterns)
+
+
+def test_ci_builds_and_runs_the_image_after_the_suite_which_never_collects_it() -> None:
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make ")]
+    assert steps[-2:] == ["make test", "make test-image"]
+    assert re.search(r"^test-image:\n\ttests/image/run$", (ROOT / "Makefile").read_text(), re.M)
+    assert not list((ROOT / "tests" / "image").glob("test_*.py")), "pytest would collect it outside the tiers"
