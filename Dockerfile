@@ -5,6 +5,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /srv/toolsift
 RUN useradd --create-home --uid 10001 toolsift
 
+# WITH_NODE_UV=1 adds Node.js and npm (Debian's) and uv (from PyPI), for MCP servers started with `npx` or `uvx`:
+# docker build --build-arg WITH_NODE_UV=1 -t toolsift:latest .
+ARG WITH_NODE_UV=0
+RUN if [ "$WITH_NODE_UV" = 1 ]; then \
+      apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/* \
+      && pip install --no-cache-dir uv; \
+    fi
+
 # Dependencies first, from pyproject.toml alone, so code changes reuse this layer.
 COPY pyproject.toml README.md ./
 RUN mkdir app && touch app/__init__.py && pip install --no-cache-dir '.[tokens,otel]' && rm -rf app build

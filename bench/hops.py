@@ -19,7 +19,11 @@ from types import FrameType
 from typing import Any
 
 import httpx
-import respx
+
+try:
+    import respx
+except ModuleNotFoundError:  # the dev extra's, not make install's: this bench plays the upstream with it
+    sys.exit("bench/hops.py plays the upstream with respx, from the dev extra: run `make dev` first")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

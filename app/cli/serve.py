@@ -164,19 +164,26 @@ def port_taken(host: str, port: int) -> str | None:
 
 def demo(config: Config, args: argparse.Namespace) -> int:
     """The gateway on `config` with its providers replaced by the demo model, served beside it in this process."""
-    from app.demo.launch import with_demo_model
+    from app.demo.launch import console_link, with_console_key, with_demo_model
     from app.demo.server import DemoModel
 
     taken = port_taken(args.host, args.port)
     if taken is not None:
         print(f"error: {taken}", file=sys.stderr)
         return 2
+    config, console_key = with_console_key(config, args.host not in LOOPBACK)
     model = DemoModel(max_body_bytes=config.max_request_bytes).start()
     print(
         f"toolsift demo: every model name is answered by a scripted stand-in for an LLM at {model.base_url} "
         "(no API key; `make run` uses the real providers)",
         file=sys.stderr,
     )
+    if console_key:
+        print(
+            f"toolsift demo: listening on {args.host}, so the console takes an admin key made for this run: open "
+            f"{console_link(args.port, console_key)} (behind a published port, use the host's port)",
+            file=sys.stderr,
+        )
     try:
         return serve(with_demo_model(config, model.base_url), argparse.Namespace(**{**vars(args), "workers": 1}))
     finally:

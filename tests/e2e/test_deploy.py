@@ -4,13 +4,16 @@ contents are checked in process by tests/unit/test_compose_scale.py and tests/un
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import tomllib
 
 import pytest
 import yaml
 
 from tests.support import ROOT
+from tests.unit.test_packaging import _extras
 
 HAPROXY = ROOT / "deploy" / "haproxy.cfg"
 
@@ -29,8 +32,22 @@ def test_compose_demo_profile_runs_what_make_demo_runs() -> None:
     planned = subprocess.run(["make", "-n", "demo", *variables], cwd=ROOT, capture_output=True, text=True, check=True)
     (line,) = [line for line in planned.stdout.splitlines() if "toolsift demo" in line]
     assert ["toolsift", *line.split()[1:]] == service["command"]
-    assert "8000:8000" in service["ports"]
+    assert service["ports"] == compose["services"]["toolsift"]["ports"]
     real = compose["services"]["toolsift"]  # `docker compose up` stays the real gateway
     assert "profiles" not in real and "command" not in real
     run = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "toolsift serve" in run and "toolsift demo" not in run
+
+
+def test_make_install_is_what_running_needs_and_make_dev_adds_the_dev_extra() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    planned = subprocess.run(["make", "-n", "-B", "install"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "'.[tokens,otel]'" in planned.stdout and "dev]" not in planned.stdout
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dev = re.search(r"^\$\(DEV_STAMP\): \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M)
+    assert dev and _extras(dev.group(1)) == set(extras), "make dev: the runtime extras and dev, on top of install"
+    for target in ("test", "test-unit", "lint", "typecheck", "check-clients", "clients", "bench"):
+        prerequisites = re.search(rf"^{target}:(.*)$", makefile, re.M)
+        assert prerequisites and "dev" in prerequisites.group(1).split(), f"make {target} needs the dev tools"
+    for target in ("run", "demo"):
+        assert re.search(rf"^{target}: install$", makefile, re.M), f"make {target} needs no dev tools"

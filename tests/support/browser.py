@@ -21,9 +21,9 @@ CHROMIUM_ARGS = [
 
 
 @contextlib.contextmanager
-def console_page(gateway: str) -> Iterator[Page]:
-    """The console of the gateway at `gateway`, opened in a 1280x900 page that waits up to 30 s for anything; skips
-    the test where Chromium is not installed."""
+def console_page(gateway: str, link: str = "/console") -> Iterator[Page]:
+    """The console of the gateway at `gateway` (at `link`, a fragment included), opened in a 1280x900 page that
+    waits up to 30 s for anything; skips the test where Chromium is not installed."""
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed here (.ci/run installs it): the console's browser test")
     from playwright.sync_api import sync_playwright
@@ -33,7 +33,7 @@ def console_page(gateway: str) -> Iterator[Page]:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(30_000)
-            page.goto(f"{gateway}/console")
+            page.goto(f"{gateway}{link}")
             yield page
         finally:
             browser.close()

@@ -257,7 +257,17 @@ async function start() {
   }
 }
 
+// A link with the key in its fragment (`toolsift demo` prints one beyond loopback): a fragment never leaves the
+// browser; the key is kept as a typed one is, and taken out of the address bar.
+function keyFromLink() {
+  const key = new URLSearchParams(location.hash.slice(1)).get("key");
+  if (!key) return;
+  sessionStorage.setItem(KEY, key.trim());
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  keyFromLink();
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(KEY, $("key").value.trim());

@@ -35,7 +35,7 @@ def guide_entry(heading: str, name: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def user_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (Path(sys.executable).parent / "mcp-server-time").exists():
-        pytest.fail("mcp-server-time is a dev dependency: `make install` puts it in .venv")
+        pytest.fail("mcp-server-time is a dev dependency: `make dev` puts it in .venv")
     memory_home = npm_mcp_server("@modelcontextprotocol/server-memory")
     folder = tmp_path_factory.mktemp("new-user")
     memory = guide_entry("`npx`", "memory")

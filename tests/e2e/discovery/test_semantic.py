@@ -63,7 +63,7 @@ def catalog_entries(tools: dict[str, list[tuple[str, str]]] = TOOLS) -> list[Too
 def model_dir() -> Path:
     found = models.find_model(models.DEFAULT_MODEL)
     if found is None:
-        pytest.skip("all-MiniLM-L6-v2 is not installed (make install puts it in the dev environment)")
+        pytest.skip("all-MiniLM-L6-v2 is not installed (make install puts it in .venv)")
     return found
 
 

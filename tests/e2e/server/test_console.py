@@ -42,6 +42,17 @@ def gateway(scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
         yield base
 
 
+def test_a_link_with_the_key_opens_the_console_and_leaves_the_address_bar(gateway: str) -> None:
+    """`toolsift demo` beyond loopback prints the console's link with its admin key in the fragment."""
+    with console_page(gateway, f"/console#key={ADMIN}") as page:
+        from playwright.sync_api import expect
+
+        expect(page.locator("#servers tbody tr.server")).to_have_count(3)
+        expect(page.locator("#key-form")).to_be_hidden()
+        assert ADMIN not in page.url and page.url.endswith("/console")
+        assert page.evaluate("sessionStorage.getItem('toolsift.adminKey')") == ADMIN
+
+
 def chat_missing_a_tool(base: str, scripted: ScriptedUpstream) -> str:
     """A request whose model searched for something no tool does; returns its request id."""
     scripted.script(completion(calls=[("search_tools", {"query": "xylophone tuning"})]), completion("No such tool."))
