@@ -47,7 +47,7 @@ def test_a_link_with_the_key_opens_the_console_and_leaves_the_address_bar(gatewa
     with console_page(gateway, f"/console#key={ADMIN}") as page:
         from playwright.sync_api import expect
 
-        expect(page.locator("#servers tbody tr.server")).to_have_count(3)
+        expect(page.locator("#servers tbody tr.server")).to_have_count(4)
         expect(page.locator("#key-form")).to_be_hidden()
         assert ADMIN not in page.url and page.url.endswith("/console")
         assert page.evaluate("sessionStorage.getItem('toolsift.adminKey')") == ADMIN
