@@ -55,6 +55,21 @@ def wait_healthy(base: str, seconds: float = 180) -> dict[str, Any]:
     raise SystemExit(f"probe: {base}/healthz not ok after {seconds:.0f} s: {last}")
 
 
+def wait_ready(base: str, seconds: float = 180) -> None:
+    """/readyz 200, as a load balancer waits for it: started, and search by meaning ready (tools embedded)."""
+    deadline, last = time.monotonic() + seconds, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            status, body = call(f"{base}/readyz", timeout=5)
+            if status == 200:
+                return
+            last = f"{status} {body}"
+        except OSError as error:
+            last = str(error)
+        time.sleep(1)
+    raise SystemExit(f"probe: {base}/readyz not ready after {seconds:.0f} s: {last}")
+
+
 def check(condition: bool, what: str, seen: Any = "") -> None:
     if not condition:
         raise SystemExit(f"probe: FAILED: {what} {seen}")
@@ -112,8 +127,7 @@ def redis_keys(host: str) -> int:
 
 def scale(base: str, key: str, redis: str) -> None:
     wait_healthy(base)
-    status, body = call(f"{base}/readyz")
-    check(status == 200, "/readyz", body)
+    wait_ready(base)
     check(call(f"{base}/v1/models")[0] == 401, "no gateway key: refused")
     before = redis_keys(redis)
     created = [call(f"{base}/v1/responses", {"model": "fast", "input": "hello"}, key=key) for _ in range(4)]
