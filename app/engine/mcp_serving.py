@@ -124,12 +124,19 @@ class McpServing:
     ) -> str | None:
         """Why `client` may not call `name`, in the chat's words: not in its scope (or `unknown` to the front), or,
         `lazy`, deferred and not enabled; None when it may. The text lists the tools the client has loaded."""
+        allowed = await self._allowed(client, scope, name, lazy, unknown)
+        return allowed if isinstance(allowed, str) else None
+
+    async def _allowed(
+        self, client: Client, scope: ToolScope, name: str, lazy: bool, unknown: bool = False
+    ) -> ToolEntry | str:
+        """The tool `client` may call by `name`, or the refusal it reads instead."""
         enabled = (await self.gateway.mcp_clients.get(client)).enabled if lazy else None
-        if not unknown and self.tools(scope, enabled).kind(name) is ToolKind.MCP:
-            return None
-        tools = self.tools(
-            scope, enabled if enabled is not None else (await self.gateway.mcp_clients.get(client)).enabled
-        )
+        tools = self.tools(scope, enabled)
+        if not unknown and tools.kind(name) is ToolKind.MCP:
+            return tools.entries[name]
+        if enabled is None:  # the refusal lists what the client has loaded: its enabled tools too
+            tools = self.tools(scope, (await self.gateway.mcp_clients.get(client)).enabled)
         kind = tools.kind(name)
         return tools.refusal(name, kind if kind is ToolKind.NOT_LOADED and lazy and not unknown else ToolKind.UNKNOWN)
 
@@ -138,10 +145,9 @@ class McpServing:
     ) -> ToolOutcome:
         """Run tool `name` for `client`, refused as a chat's model would be; `checked`: validate the arguments
         against the tool's schema first (proxy's `call_tool`, whose arguments no client library checked)."""
-        refusal = await self.refusal(client, scope, name, lazy)
-        if refusal is not None:
-            return ToolOutcome(refusal, is_error=True)
-        entry = self.tools(scope, None).entries[name]
+        entry = await self._allowed(client, scope, name, lazy)
+        if isinstance(entry, str):
+            return ToolOutcome(entry, is_error=True)
         if not isinstance(arguments, dict):
             return ToolOutcome("Error: 'arguments' must be an object.", is_error=True)
         if checked:  # sized by the caller's arguments: checked in the worker pool

@@ -159,12 +159,7 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
                 listings.sent(request.content)
         response = await self._inner.handle_async_request(request)
         if response.status_code >= 400:
-            url = request.url
-            self._bounds.refused = (
-                response.status_code,
-                response.reason_phrase,
-                f"{url.scheme}://{url.netloc.decode()}{url.path}",
-            )
+            self._bounds.refused = (response.status_code, response.reason_phrase, _shown(request.url))
         kind = response.headers.get("content-type", "")
         call = request.method == "POST" and "text/event-stream" in kind
         bounded = _Bounded(response.stream, self._bounds, request, call)
@@ -192,3 +187,9 @@ class _Passed(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._source.aclose()
+
+
+def _shown(url: httpx2.URL) -> str:
+    """A server's URL as an error names it: scheme, host, port and path, never its credentials or query."""
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}{f':{url.port}' if url.port else ''}{url.path}"

@@ -11,6 +11,8 @@ that resolves to no file, a missing cwd); the stderr tail and exit code come fro
 from __future__ import annotations
 
 import difflib
+import functools
+import itertools
 import os
 import re
 import shutil
@@ -128,17 +130,20 @@ def start_problem(config: McpServerConfig, base_dir: Path, inherit: list[str] | 
     return None
 
 
+@functools.lru_cache(maxsize=64)
 def _did_you_mean(command: str, search: str) -> str:
     """The closest command name on the server's PATH, which starts with the gateway's own environment's folder
-    (`.venv/bin`, where `make install` puts the servers it installs): a typo, said with where the match is."""
+    (`.venv/bin`, where `make install` puts the servers it installs): a typo, said with where the match is. Asked
+    on the event loop at every failed start of a server that keeps being retried, so answered once per command and
+    PATH (a command installed later is found before this is asked)."""
     names: dict[str, Path] = {}
     for folder in (Path(folder) for folder in search.split(os.pathsep) if folder):
         try:
-            entries = list(os.scandir(folder))[:5000]  # a folder on PATH may hold thousands: enough to suggest
+            with os.scandir(folder) as entries:
+                for entry in itertools.islice(entries, 5000):  # a folder on PATH may hold thousands: enough
+                    names.setdefault(entry.name, Path(entry.path))
         except OSError:
             continue
-        for entry in entries:
-            names.setdefault(entry.name, Path(entry.path))
     close = difflib.get_close_matches(command, list(names), n=1, cutoff=0.8)
     return f"; did you mean {close[0]!r} ({names[close[0]]})?" if close else ""
 

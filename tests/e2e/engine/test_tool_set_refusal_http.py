@@ -15,13 +15,15 @@ import uvicorn
 
 from app.engine.api import Engine
 from app.engine.gateway import Gateway
-from app.engine.request_tools import RequestTools, ToolKind
+from app.engine.request_tools import ToolKind
 from app.server.app import create_app
 from tests.support import free_port, load_example, make_config
 from tests.support.engine import ScriptedProvider, calls, said
 from tests.support.mcp import mcp_client, text
+from tests.unit.engine.test_tool_set_refusal import OUTSIDE, refusals
 
-OUTSIDE = "weather__get_alerts"  # the `money` tool set has two finance tools only
+__all__ = ["refusals"]  # the one function replaced, as in the unit test
+
 ALICE = {"authorization": "Bearer gw-alice"}
 
 
@@ -47,18 +49,6 @@ async def served() -> AsyncIterator[tuple[str, ScriptedProvider]]:
     finally:
         server.should_exit = True
         await serving
-
-
-@pytest.fixture
-def refusals(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ToolKind]]:
-    seen: list[tuple[str, ToolKind]] = []
-
-    def refusal(self: RequestTools, name: str, kind: ToolKind) -> str:
-        seen.append((name, kind))
-        return f"REFUSED {name}"
-
-    monkeypatch.setattr(RequestTools, "refusal", refusal)
-    return seen
 
 
 BODIES: dict[str, dict[str, Any]] = {
