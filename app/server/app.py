@@ -1,7 +1,7 @@
-"""The ASGI app: the route table (app/server/routes.py) served by one dispatcher, behind the guards every path
-passes (app/server/edge.py, auth.py).
+"""The ASGI app: the fronts' routes (app/server/fronts.py, mounted by app/server/mounting.py) and the gateway's own
+(app/server/routes.py) served by one dispatcher, behind the guards every path passes (app/server/edge.py, auth.py).
 
-Each front's requests run through one pipeline (app/server/serve.py).
+Each front's chat requests run through one pipeline (app/server/serve.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -24,9 +23,10 @@ from app.engine.api import Engine
 from app.server.auth import ApiKeyMiddleware, Operators
 from app.server.edge import EdgeGuard, JsonBodies
 from app.server.endpoints import Endpoints
-from app.server.mcp_http import HttpFront
+from app.server.fronts import FRONTS
+from app.server.mounting import lifespans, mount
 from app.server.redacting import RedactedAnswers
-from app.server.routes import OPEN_PATHS, OPERATOR_VIEWS, Handler, Mount, openapi, routes
+from app.server.routes import OPEN_PATHS, OPERATOR_VIEWS, openapi, routes
 from app.server.surfaces import shape_for
 
 TITLE = "toolsift"
@@ -36,14 +36,15 @@ CORS_HEADERS += ["x-api-key", "anthropic-version", "anthropic-beta"]
 
 
 def create_app(engine: Engine) -> ASGIApp:
-    mcp_front = HttpFront(engine)
-    endpoints = Endpoints(engine, mcp_front, openapi(TITLE), TITLE)
+    fronts = [mounted for front in FRONTS for mounted in mount(front, engine)]
+    endpoints = Endpoints(engine, openapi(TITLE, fronts), TITLE)
+    running = lifespans(fronts)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         await engine.start()
         try:
-            async with mcp_front.lifespan():
+            async with running():
                 yield
         finally:
             await engine.stop()
@@ -51,15 +52,16 @@ def create_app(engine: Engine) -> ASGIApp:
     router: list[BaseRoute] = []
     direct: dict[tuple[str, str], ASGIApp] = {}
     mounts: list[tuple[str, ASGIApp]] = []
+    for mounted in fronts:
+        route = mounted.route
+        if mounted.app is not None:
+            mounts.append((route.path, mounted.app))
+        elif mounted.handler is not None:
+            router.append(Route(route.path, mounted.handler, methods=list(route.methods)))
+            if route.direct:
+                direct.update({(method, route.path): _bare(mounted.handler) for method in route.methods})
     for entry in routes(engine.config.api_docs):
-        if entry.mount:
-            mount = cast(Mount, entry.handler)
-            mounts.append((entry.path, mount(endpoints)))
-            continue
-        handler = partial(cast(Handler, entry.handler), endpoints)
-        router.append(Route(entry.path, handler, methods=list(entry.methods)))
-        if entry.direct:
-            direct.update({(method, entry.path): _bare(handler) for method in entry.methods})
+        router.append(Route(entry.path, partial(entry.handler, endpoints), methods=list(entry.methods)))
     routed = Starlette(routes=router, exception_handlers={HTTPException: _unrouted}, lifespan=lifespan)
     dispatch = Dispatch(direct, mounts, routed)
     return _guarded(dispatch, engine)

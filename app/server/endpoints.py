@@ -1,8 +1,6 @@
-"""The handlers the route table (app/server/routes.py) holds: the fronts' POSTs through the common pipeline
-(app/server/serve.py), the models list, health, readiness and metrics, and the docs; and the parts that hold the
-Responses API's, the console's and the MCP front's own (`responses`, `admin`, `mcp`).
-
-One instance of each front per app: each handler holds the front it serves.
+"""The handlers of the gateway's own paths that the route table (app/server/routes.py) holds: the models list,
+health, readiness and metrics, and the docs; and the console's and admin API's (`admin`). The fronts' are their
+own (app/server/mounting.py).
 """
 
 from __future__ import annotations
@@ -15,39 +13,21 @@ from starlette.responses import JSONResponse, Response
 from app.common.errors import GatewayError, error_body
 from app.common.identity import identity_of
 from app.engine.api import Engine
-from app.fronts.chat_completions import ChatCompletionsFront
-from app.fronts.messages import MessagesFront
 from app.server.admin import AdminApi
 from app.server.auth import Operators
-from app.server.mcp_http import HttpFront
 from app.server.observability import METRICS_CONTENT_TYPE, exposition
-from app.server.responses_routes import ResponsesApi
-from app.server.serve import serve, serve_count
 
 
 class Endpoints:
-    def __init__(self, engine: Engine, mcp: HttpFront, openapi: dict[str, Any], title: str) -> None:
+    def __init__(self, engine: Engine, openapi: dict[str, Any], title: str) -> None:
         """`openapi`: the route table's document, served at /openapi.json as `title`."""
         self.engine = engine
         self.openapi_document = openapi
         self.title = title
         self.config = engine.config
-        self.mcp = mcp
-        self.chat_front = ChatCompletionsFront()
-        self.messages_front = MessagesFront()
-        self.responses = ResponsesApi(engine)
         self.admin = AdminApi(engine)
         self.operators = Operators(self.config.auth)
         self.searching = False  # search by meaning was ready (or off) once: readiness no longer waits for it
-
-    async def chat(self, request: Request) -> Response:
-        return await serve(self.engine, request, self.chat_front)
-
-    async def messages(self, request: Request) -> Response:
-        return await serve(self.engine, request, self.messages_front)
-
-    async def count_tokens(self, request: Request) -> Response:
-        return await serve_count(self.engine, request, self.messages_front)
 
     async def healthz(self, request: Request) -> Response:
         """Probes ask without a key, so this names no identity: a server with a connection per identity shows how

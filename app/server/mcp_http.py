@@ -1,12 +1,7 @@
-"""The MCP front over streamable HTTP at `/mcp`, in the same process as the chat-completions API.
-
-MCP's 2026-07-28 protocol is sessionless over HTTP, so "this session" needs a client identity: the gateway
-key is it (its `Identity`, as for chat sessions). Each key's searches enable tools for that key only, and on
-handshake-era protocols for that key's MCP session only; with no gateway keys configured there is no identity,
-so `lazy` falls back to `proxy` (fixed meta-tools) and says so. `/mcp?tool_set=NAME` serves a tool
-set's tools only, narrowed to the caller identity's own tool set; one front per such scope, built when the
-gateway starts. This is the edge's part (the path, the gateway keys, the identity's tool set and limits, HTTP
-errors, each a JSON-RPC error); the MCP front itself is app/fronts/mcp/.
+"""The edge's part of the MCP front over streamable HTTP (app/fronts/mcp/routes.py declares it), in the same
+process as the chat APIs: the gateway keys as MCP client identities, the identity's tool set (`?tool_set=NAME`
+serves a tool set's tools only, narrowed to the caller identity's own), admission and limits, and the body's size,
+each refusal a JSON-RPC error. One MCP server per tool scope, built by the front when the gateway starts.
 """
 
 from __future__ import annotations
@@ -23,15 +18,8 @@ from app.common.errors import GatewayError
 from app.common.identity import Identities, identity_of
 from app.core.catalog import ToolScope
 from app.engine.api import Engine
-from app.fronts.mcp.server import McpFront, Mode
+from app.fronts.routing import Sessions
 from app.server.edge import refuse_error
-from app.server.surfaces import MCP
-
-PATH = MCP.prefix
-NO_IDENTITY_NOTE = (
-    "(This HTTP endpoint has no client identity, since no gateway keys are configured, so found tools are not "
-    "added to your tool list: run them with call_tool.)"
-)
 
 
 class GatewayKeyVerifier(TokenVerifier):
@@ -48,22 +36,15 @@ class GatewayKeyVerifier(TokenVerifier):
 
 
 class HttpFront:
-    """ASGI app for `/mcp`: dispatches to the front of the requested tool set."""
+    """ASGI app for the MCP front's path: dispatches to the MCP server of the requested tool set."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, sessions: Sessions, path: str) -> None:
         self.engine = engine
-        config = self.config = engine.config
+        self.config = engine.config
         identities = engine.identities
-        mode: Mode = config.mcp_front.mode if identities or config.mcp_front.mode != "lazy" else "proxy"
-        note = NO_IDENTITY_NOTE if mode != config.mcp_front.mode else ""
-        # One front per scope a caller can be served (the engine's `scopes`), built when the gateway starts.
-        self.fronts = {
-            scope: McpFront(engine, mode, scope, note, GatewayKeyVerifier(identities) if identities else None)
-            for scope in engine.scopes()
-        }
-        self.apps: dict[ToolScope, Any] = {
-            scope: front.server.http_app(path=PATH) for scope, front in self.fronts.items()
-        }
+        verifier = GatewayKeyVerifier(identities) if identities else None
+        # One server per scope a caller can be served (the engine's `scopes`), built when the gateway starts.
+        self.apps: dict[ToolScope, Any] = {scope: sessions.serving(scope, verifier, path) for scope in engine.scopes()}
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

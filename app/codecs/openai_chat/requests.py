@@ -60,7 +60,7 @@ def _strict(extra: JsonObject | None) -> bool | None:
 
 
 def message_from_wire(raw: JsonObject) -> Message:
-    """A validated chat message (app.fronts.chat_wire checked the fields read here)."""
+    """A validated chat message (app.fronts.chat.wire checked the fields read here)."""
     content = raw.get("content")
     if isinstance(content, list):
         content = [_part(part) for part in content]

@@ -14,9 +14,9 @@ from app.codecs.responses.items import function_call_item, message_item, reasoni
 from app.codecs.responses.requests import chat_request, request_body
 from app.core.model import ChatRequest, Delta, ResponseMeta, StopReason, ToolCall, UpstreamRequest, Usage
 from app.engine.events import ClientToolCall, ContentDelta, DiscoveryStats, Finished, ReasoningDelta, RoundStarted
-from app.fronts.responses_items import ResponseCall
-from app.fronts.responses_stream import ResponsesStream
-from app.fronts.responses_wire import parse_responses_request
+from app.fronts.responses.items import ResponseCall
+from app.fronts.responses.stream import ResponsesStream
+from app.fronts.responses.wire import parse_responses_request
 from tests.support.upstream import events
 
 SCHEMA = {"type": "object", "properties": {"order": {"type": "string"}}}

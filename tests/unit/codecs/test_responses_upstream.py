@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from app.codecs.responses.answers import StreamDecoder, delta_from_response, failure
 from app.codecs.responses.requests import chat_request, request_body, with_reasoning_kept
 from app.core.model import Delta, Message, Native, StopReason, ToolCall, UpstreamRequest
-from app.fronts.responses_wire import parse_responses_request
+from app.fronts.responses.wire import parse_responses_request
 from tests.support.responses_upstream import (
     custom_call,
     failed_events,

@@ -10,7 +10,7 @@ from app.codecs.openai_chat.requests import to_openai
 from app.codecs.responses.requests import chat_request
 from app.core.model import UpstreamRequest
 from app.demo.model import respond
-from app.fronts.responses_wire import parse_responses_request
+from app.fronts.responses.wire import parse_responses_request
 
 EXEC = {"type": "function", "name": "exec_command", "description": "Runs a command in a PTY.", "strict": False,
         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}  # fmt: skip

@@ -12,9 +12,9 @@ import pytest
 from app.codecs.responses.items import SEALED, messages_of
 from app.core.model import Native, ResponseMeta, StopReason, ToolCall
 from app.engine.events import ClientToolCall, ContentDelta, DiscoveryStats, Finished, RoundFinished, RoundStarted
-from app.fronts.responses_items import ResponseCall
-from app.fronts.responses_stream import ResponsesStream
-from app.fronts.responses_wire import parse_responses_request
+from app.fronts.responses.items import ResponseCall
+from app.fronts.responses.stream import ResponsesStream
+from app.fronts.responses.wire import parse_responses_request
 from tests.support import Upstream, completion, make_config
 from tests.support.upstream import events
 

@@ -37,10 +37,10 @@ from app.engine.events import (
     ReasoningDelta,
 )
 from app.fronts.base import Call, render_stream
-from app.fronts.responses_items import ResponseCall, response_json, response_of_item
-from app.fronts.responses_pages import Page, listed
-from app.fronts.responses_stream import ResponsesStream
-from app.fronts.responses_wire import input_items, loaded_tools, parse_responses_request
+from app.fronts.responses.items import ResponseCall, response_json, response_of_item
+from app.fronts.responses.pages import Page, listed
+from app.fronts.responses.stream import ResponsesStream
+from app.fronts.responses.wire import input_items, loaded_tools, parse_responses_request
 from app.fronts.shapes import OPENAI, ErrorShape
 from app.fronts.sse_wire import KEEPALIVE
 

@@ -2,7 +2,7 @@
 
 Tools the client runs itself are validated by type; any other type is a hosted tool, which the engine passes to an
 upstream that runs it or leaves out, saying so (or refuses, per provider). Server-side conversations, background
-runs and stored prompts are refused with a 400 naming them. Logic lives in app/fronts/responses.py and the
+runs and stored prompts are refused with a 400 naming them. Logic lives in app/fronts/responses/front.py and the
 Responses codec.
 """
 

@@ -14,8 +14,8 @@ from app.common.errors import GatewayError
 from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.fronts.base import Call
-from app.fronts.responses import ResponsesFront
-from app.fronts.responses_items import ResponseCall
+from app.fronts.responses.front import ResponsesFront
+from app.fronts.responses.items import ResponseCall
 from app.fronts.wire import load_body
 
 FIELDS = ("model", "input", "instructions", "previous_response_id", "prompt_cache_key")

@@ -26,8 +26,8 @@ from app.core.model import ChatRequest, JsonObject
 from app.engine.answer import Answer
 from app.engine.events import Event
 from app.fronts.base import Call, render_stream
-from app.fronts.messages_stream import PING, MessagesStream
-from app.fronts.messages_wire import parse_messages_request
+from app.fronts.messages.stream import PING, MessagesStream
+from app.fronts.messages.wire import parse_messages_request
 from app.fronts.shapes import ANTHROPIC, ErrorShape
 
 

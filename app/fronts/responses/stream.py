@@ -31,7 +31,7 @@ from app.engine.events import (
     RoundStarted,
     Routed,
 )
-from app.fronts.responses_items import ResponseCall, response_json
+from app.fronts.responses.items import ResponseCall, response_json
 from app.fronts.sse_wire import KEEPALIVE, named_sse
 
 

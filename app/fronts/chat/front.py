@@ -34,7 +34,7 @@ from app.engine.events import (
     Routed,
 )
 from app.fronts.base import Call, render_stream
-from app.fronts.chat_wire import parse_chat_request
+from app.fronts.chat.wire import parse_chat_request
 from app.fronts.shapes import OPENAI, ErrorShape
 from app.fronts.sse_wire import KEEPALIVE, sse
 
