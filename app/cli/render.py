@@ -82,4 +82,6 @@ def search(report: dict[str, Any], queries: Sequence[str], explain: bool) -> int
         print(line)
         matched = "; ".join(f"{field}: {', '.join(words)}" for field, words in found["matched"].items())
         print(f"    matched {matched or 'no word (by meaning only)'}")
+        if found.get("learned"):
+            print(f"    learned from {found['learned']} use{'s' if found['learned'] != 1 else ''}")
     return 0

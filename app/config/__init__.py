@@ -12,6 +12,7 @@ from app.config.discovery import (
     SEARCH_RESULTS_HARD_CAP,
     AutoDeferConfig,
     EmbeddingEndpointConfig,
+    LearningConfig,
     SemanticConfig,
     ToolDiscoveryConfig,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "ConsoleConfig",
     "EmbeddingEndpointConfig",
     "ExcludeSpec",
+    "LearningConfig",
     "McpFrontConfig",
     "McpLimitsConfig",
     "McpServerConfig",

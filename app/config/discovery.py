@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from app.config.base import Strict
 
@@ -62,6 +62,20 @@ class AutoDeferConfig(Strict):
     keep: list[str] = Field(default_factory=list, description="client tool names that always stay loaded")
 
 
+class LearningConfig(Strict):
+    """Search that learns from the deployment's own successful calls (docs/discovery.md): `true` or `false`, or
+    this object. The ranking knobs default to the values chosen on the tuning intent groups (bench/learning.py)."""
+
+    enabled: StrictBool = True
+    threshold: float = Field(0.25, ge=-1, le=1, description="cosine from which a kept query counts as the same need")
+    max_lift: float = Field(0.5, ge=0, le=2, description="the most a tool is lifted, as a share of the best score")
+    ramp: float = Field(0.1, ge=0, le=1, description="cosine above the threshold at which a kept query lifts fully")
+    half_life_days: float = Field(30.0, gt=0, description="a kept query's weight halves in this time without use")
+    quorum: int = Field(2, ge=1, le=100, description="other identities needed to lift a tool into a caller's top k")
+    max_bytes_per_identity: int = Field(256 * 1024, ge=4096, description="kept pairs per identity, oldest out")
+    max_bytes: int = Field(16 * 1024 * 1024, ge=4096, description="kept pairs of the deployment, oldest out")
+
+
 class ToolDiscoveryConfig(Strict):
     enabled: StrictBool = True
     defer: Literal["auto", "all", "none"] = Field(
@@ -82,7 +96,13 @@ class ToolDiscoveryConfig(Strict):
         64, ge=0, description="indexes of callers' deferred tool lists kept, each list indexed once (MiB)"
     )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
+    learning: LearningConfig = Field(default_factory=lambda: LearningConfig())
     auto_defer_client_tools: AutoDeferConfig | None = None
+
+    @field_validator("learning", mode="before")
+    @classmethod
+    def _learning_switch(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _defer_all_is_an_alias(self) -> ToolDiscoveryConfig:

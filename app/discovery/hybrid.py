@@ -87,6 +87,7 @@ class Scored:
     lexical: float
     semantic: float | None = None  # cosine similarity, when the search was hybrid
     weak: bool = False  # found by meaning alone: no word of the query matched any tool
+    learned: int = 0  # uses of kept queries near this one that lifted it (app/discovery/learned.py)
 
 
 def hybrid_rank(

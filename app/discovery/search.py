@@ -20,6 +20,7 @@ from app.discovery.describe import shown_name as shown_name
 from app.discovery.discovery import Discovery as Discovery
 from app.discovery.encode_budget import EncodeBudget
 from app.discovery.hybrid import Scored, hybrid_rank
+from app.discovery.learned import LearnedView, learned_ranking
 from app.discovery.queries import DEFAULT_BUDGET, QueryBudget, QueryHits, compose, queries_problem, read_queries
 from app.discovery.queries import clean_query as clean_query
 
@@ -36,6 +37,8 @@ class SearchOutcome:
     weak: bool = False  # the results matched by meaning only, no word of the query
     related: list[ToolEntry] = field(default_factory=list)  # loaded along with `found` (load_related)
     queries: tuple[str, ...] = ()  # the queries run, each one search against the request's bound
+    # Per query ranked (not a look-up by name), the tools it returned, found or loaded already: what learning reads.
+    by_query: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def searches(self) -> int:
@@ -51,6 +54,7 @@ class Found:
     is_loaded: Callable[[str], bool]
     loaded_note: str
     brief: bool = False  # found tools' definitions reach the model another way: their lines are short
+    learned: LearnedView | None = None  # what the deployment learned, as this caller reads it
 
 
 def run_search(
@@ -62,6 +66,7 @@ def run_search(
     loaded_note: str = LOADED_NOTE,
     budget: QueryBudget = DEFAULT_BUDGET,
     brief: bool = False,
+    learned: LearnedView | None = None,
 ) -> SearchOutcome:
     """Answer a `search_tools` call. `loaded_note` closes a list of newly found tools: what the caller can now
     do with them (the MCP front's proxy mode calls them through `call_tool`). `budget` bounds its queries."""
@@ -82,13 +87,13 @@ def run_search(
             "Error: search_tools needs at least one of 'query' (keywords), 'queries', 'server_name' or 'tool_names'.",
             [],
         )
-    found = Found(discovery, is_loaded, loaded_note, brief)
+    found = Found(discovery, is_loaded, loaded_note, brief, learned)
     if len(asked.run) > 1:
         outcome = _several(asked.run, server, names, found, limit, loaded_servers, notes)
     else:
         outcome = _search(asked.run[0] if asked.run else None, server, names, found, limit, loaded_servers, notes)
     text = "\n".join([outcome.text, "", *notes]) if notes else outcome.text
-    return SearchOutcome(text, outcome.found, outcome.weak, queries=tuple(asked.run))
+    return SearchOutcome(text, outcome.found, outcome.weak, queries=tuple(asked.run), by_query=outcome.by_query)
 
 
 def _several(
@@ -108,7 +113,8 @@ def _several(
     named = {query: _names_in_query(query, server, discovery) for query in queries}
     plain = [query for query in queries if named[query] is None]
     skipped: list[list[ToolEntry]] = []
-    ranked = dict(zip(plain, rank_queries(discovery, plain, server, limit, found.is_loaded, skipped), strict=True))
+    ranking = rank_queries(discovery, plain, server, limit, found.is_loaded, skipped, found.learned)
+    ranked = dict(zip(plain, ranking, strict=True))
     passed = dict(zip(plain, skipped, strict=True))
     already: list[ToolEntry] = []
     hits = [_named_hits(", ".join(names), names, server, found, already, notes)] if names is not None else []
@@ -123,7 +129,8 @@ def _several(
             hits.append(QueryHits(query, fresh, bool(scored and scored[0].weak), had_loaded=bool(passed[query])))
     groups = list(discovery.by_group)
     text, fresh, weak = compose(hits, already, found.is_loaded, found.loaded_note, groups, found.brief)
-    return SearchOutcome(text, fresh, weak, queries=tuple(queries))
+    by_query = tuple((query, _names([each.entry for each in ranked[query]], passed[query])) for query in plain)
+    return SearchOutcome(text, fresh, weak, queries=tuple(queries), by_query=by_query)
 
 
 def _named_hits(
@@ -276,14 +283,18 @@ def scored_tools(
     limit: int,
     skip: Callable[[str], bool] = lambda name: False,
     skipped: list[ToolEntry] | None = None,
+    learned: LearnedView | None = None,
 ) -> list[Scored]:
     """`rank_tools` with scores. Words written `+word` are required: tools without them are dropped before
     ranking. Only a letter after the `+` makes a requirement, so phone numbers such as +15551234 in a task
-    stay plain words. Hybrid when the query's vector and every tool's vector are ready, keywords otherwise."""
+    stay plain words. Hybrid when the query's vector and every tool's vector are ready, keywords otherwise;
+    `learned` lifts what the deployment's own successful calls taught it (app/discovery/learned.py)."""
     text, required = _query_words(query)
     allowed = set(map(id, discovery.by_group[server])) if server is not None else None
     found: list[Scored] = []
-    for scored in _ranked(discovery, text, required):
+    for scored in learned_ranking(
+        _ranked(discovery, text, required), discovery, text, required, allowed, limit, skip, learned
+    ):
         if allowed is not None and id(scored.entry) not in allowed:
             continue
         if skip(scored.entry.name):
@@ -303,16 +314,22 @@ def rank_queries(
     limit: int,
     skip: Callable[[str], bool] = lambda name: False,
     skipped: list[list[ToolEntry]] | None = None,
+    learned: LearnedView | None = None,
 ) -> list[list[Scored]]:
     """The tools of a call of several queries: each query's own best `limit`, ranked as that one query alone.
     `skipped` gets, per query, the `skip`ped tools it would have found."""
     ranked: list[list[Scored]] = []
     for query in queries:
         passed: list[ToolEntry] = []
-        ranked.append(scored_tools(discovery, query, server, limit, skip, passed))
+        ranked.append(scored_tools(discovery, query, server, limit, skip, passed, learned))
         if skipped is not None:
             skipped.append(passed)
     return ranked
+
+
+def ranked_text(query: str) -> str:
+    """A query's text as it is ranked (and its vector computed): `+word` marks dropped."""
+    return _query_words(query)[0]
 
 
 def _query_words(query: str) -> tuple[str, list[str]]:
@@ -365,7 +382,7 @@ def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterato
 def _by_query(query: str, server: str | None, scope: Found, limit: int) -> SearchOutcome:
     discovery, is_loaded = scope.discovery, scope.is_loaded
     already: list[ToolEntry] = []
-    ranked = scored_tools(discovery, query, server, limit, is_loaded, already)
+    ranked = scored_tools(discovery, query, server, limit, is_loaded, already, scope.learned)
     fresh = [found.entry for found in ranked]
     if not fresh and not already:
         hint = f" Servers: {', '.join(discovery.by_group)}." if discovery.by_group else ""
@@ -382,7 +399,12 @@ def _by_query(query: str, server: str | None, scope: Found, limit: int) -> Searc
         )
     if already:
         text += f"\nAlready loaded (call directly): {', '.join(entry.name for entry in already)}."
-    return SearchOutcome(text, fresh, weak=bool(ranked and ranked[0].weak))
+    by_query = ((query, _names(fresh, already)),)
+    return SearchOutcome(text, fresh, weak=bool(ranked and ranked[0].weak), by_query=by_query)
+
+
+def _names(*found: list[ToolEntry]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(entry.name for entries in found for entry in entries))
 
 
 def _by_server(server: str, scope: Found) -> SearchOutcome:

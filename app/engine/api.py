@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from app.common.errors import GatewayError
-from app.common.identity import Identities, Identity
+from app.common.identity import ANONYMOUS, Identities, Identity
 from app.config import Config
 from app.core.catalog import Catalog, ToolScope, narrowed, select_mcp_tools, unknown_tool_set
 from app.core.model import ChatRequest
@@ -205,18 +206,37 @@ class Engine:
         return model_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.discovery)
 
     async def explain_search(
-        self, tool_set: str | None, queries: list[str], server: str | None, limit: int
+        self, tool_set: str | None, queries: list[str], server: str | None, limit: int, identity: str | None = None
     ) -> dict[str, Any]:
-        """The model's search for `queries` over `tool_set`, explained (RequestRefused for an unknown server)."""
+        """The model's search for `queries` over `tool_set`, explained (RequestRefused for an unknown server), with
+        what the deployment learned as `identity` reads it (by default, a caller without a key)."""
         most = self.config.max_queries_per_search
+        learned = await self._gateway.learning.view(identity or ANONYMOUS.id)
         return await explained_search(
-            self.discovery(tool_set), self.every_discovery(tool_set), queries, server, limit, most
+            self.discovery(tool_set), self.every_discovery(tool_set), queries, server, limit, most, learned
         )
+
+    async def learned_pairs(self, tool: str | None = None, identity: str | None = None) -> list[dict[str, Any]]:
+        """The kept (query, tool) pairs, most recently used first: all, one tool's, one identity's."""
+        pairs = await self._gateway.learning.listed(tool, identity)
+        return [
+            {"query": pair.query, "tool": pair.tool, "identity": pair.identity, "uses": pair.uses,
+             "last_used": _iso(pair.last_used)}
+            for pair in pairs
+        ]  # fmt: skip
+
+    async def forget(self, tool: str | None = None, identity: str | None = None) -> int:
+        """Clear kept pairs (all, one tool's, one identity's, or both): how many went."""
+        return await self._gateway.learning.clear(tool, identity)
 
     def every_discovery(self, tool_set: str | None) -> Discovery | None:
         """A search over every tool of `tool_set`, deferred or not (the console's and the CLI's)."""
         gateway = self._gateway
         return every_discovery(gateway.mcp.catalog, gateway.config, tool_set, gateway.every)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
 def _narrowing_problem(catalog: Catalog, config: Config, served: ToolScope, asked: str | None) -> str | None:

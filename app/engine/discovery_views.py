@@ -8,7 +8,7 @@ from app.core.catalog import Catalog, select_mcp_tools
 from app.core.model import ChatRequest, Options
 from app.discovery.cache import DiscoveryCache
 from app.discovery.search import Discovery
-from app.engine.request_tools import prepare_request_tools
+from app.engine.request_setup import prepare_request_tools
 
 
 def model_discovery(catalog: Catalog, config: Config, tool_set: str | None, cache: DiscoveryCache) -> Discovery | None:

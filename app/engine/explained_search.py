@@ -10,6 +10,7 @@ from typing import Any
 from app.common.errors import RequestRefused
 from app.discovery.hybrid import Scored
 from app.discovery.index import matched_fields
+from app.discovery.learned import LearnedView
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget, read_queries
 from app.discovery.search import Discovery, prepare_search, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
@@ -22,10 +23,11 @@ async def explained_search(
     server: str | None,
     limit: int,
     max_queries: int = DEFAULT_MAX_QUERIES,
+    learned: LearnedView | None = None,
 ) -> dict[str, Any]:
     """`search_report` for `queries`, their vectors prepared first (RequestRefused for an unknown server)."""
     await prepare_search(discovery or every, {"queries": list(queries)}, QueryBudget(max_queries))
-    return search_report(discovery, queries, server, limit, every, max_queries)
+    return search_report(discovery, queries, server, limit, every, max_queries, learned)
 
 
 def search_mode(semantic: SemanticSearch | None, hybrid: bool) -> str:
@@ -46,13 +48,15 @@ def search_report(
     limit: int,
     every: Discovery | None = None,
     max_queries: int = DEFAULT_MAX_QUERIES,
+    learned: LearnedView | None = None,
 ) -> dict[str, Any]:
     """The model's search for `queries` (one, or several in one call), ranked and explained: each result's query,
     its keyword (BM25F) score, its cosine similarity when hybrid, the fused score, its match against the best
-    possible keyword score, and which of its fields each query word matched; plus the text `search_tools` answers
-    the model, and (with `every`, all the tools) the loaded tools that would rank among the first `limit` had they
-    been deferred: the model has those without a search. The queries' vectors must be prepared beforehand
-    (`prepare_search`), as the gateway does before every search."""
+    possible keyword score, which of its fields each query word matched, and the uses of kept queries near this
+    one that lifted it (`learned`: what the deployment learned, as one caller reads it); plus the text
+    `search_tools` answers the model, and (with `every`, all the tools) the loaded tools that would rank among the
+    first `limit` had they been deferred: the model has those without a search. The queries' vectors must be
+    prepared beforehand (`prepare_search`), as the gateway does before every search."""
     listed = [queries] if isinstance(queries, str) else list(queries)
     run = read_queries(None, listed, QueryBudget(max_queries)).run
     loaded = [found for query in run for found in _loaded_matches(discovery, every, query, server, limit)]
@@ -74,7 +78,7 @@ def search_report(
     ranked_all: list[Scored] = []
     for query in run:
         best = discovery.index.best_possible(query)
-        ranked = scored_tools(discovery, query, server, limit)
+        ranked = scored_tools(discovery, query, server, limit, learned=learned)
         ranked_all.extend(ranked)
         results.extend(
             {
@@ -88,12 +92,13 @@ def search_report(
                 "semantic": round(found.semantic, 4) if found.semantic is not None else None,
                 "match": round(min(found.lexical / best, 1.0), 4) if best else None,
                 "weak": found.weak,
+                "learned": found.learned,
                 "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
             }
             for position, found in enumerate(ranked, 1)
         )
     arguments: dict[str, Any] = {"queries": listed, "server_name": server}
-    outcome = run_search(arguments, discovery, lambda _: False, limit, budget=QueryBudget(max_queries))
+    outcome = run_search(arguments, discovery, lambda _: False, limit, budget=QueryBudget(max_queries), learned=learned)
     return {
         "mode": search_mode(discovery.semantic, _hybrid(discovery.semantic, ranked_all)),
         "queries": run,

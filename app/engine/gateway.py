@@ -32,12 +32,15 @@ from app.engine.compaction import compacts_itself, summary_request
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.kept_rounds import RoundKeeper
+from app.engine.learning import learning_for
+from app.engine.learning_trail import Trail
 from app.engine.loop import CallPolicy, ChatLoop
 from app.engine.mcp_clients import ClientStates
 from app.engine.metering import TokenMeter
 from app.engine.metrics import Metrics
 from app.engine.recent import RecentRequests
-from app.engine.request_tools import RequestTools, tools_for
+from app.engine.request_setup import tools_for
+from app.engine.request_tools import RequestTools
 from app.engine.responses_store import response_store
 from app.engine.sessions import SessionKey, session_for, session_store
 from app.engine.task_runner import TaskRunner
@@ -89,6 +92,7 @@ class Gateway:
             limits_store(config.limits_redis_url(), self.stores), self.metrics, config.request_deadline + 60
         )
         self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
+        self.learning = learning_for(config, self.stores)  # what the deployment's successful calls taught search
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
@@ -163,6 +167,8 @@ class Gateway:
             deferral, search_output = route_deferral(route.provider, config)
             tools = await self.request_tools(request, session, scope, deferral, search_output)
             tools.load(spliced.found)
+            tools.trail = trail = Trail(self.learning, caller.identity.id, session.id if session else None)
+            await trail.client_results(request.messages, tools.searchable)
             loop = ChatLoop(
                 route,
                 tools,
@@ -187,6 +193,7 @@ class Gateway:
                             remembered = True  # before the last event: its reader may stop there
                             spans.observe(trace, event)
                             await self._remember(session, tools, loop.tools_called)
+                            await trail.finish()
                             if loop.kept is not None:
                                 await self.rounds.keep(caller.identity, loop.kept)
                             await _settle(admission, meter)
@@ -194,6 +201,7 @@ class Gateway:
             finally:
                 if not remembered:  # the client left mid-way: what was found still counts, and what was spent
                     await self._remember(session, tools, loop.tools_called)
+                    await trail.finish()
                     await _settle(admission, meter)
         except Exception as exc:  # refused before any event (a model or tool set not allowed, a limit, a session id)
             spans.failed(trace.span, exc)

@@ -265,6 +265,8 @@ class ChatLoop:
                     index, name, server = pending.pop(task)
                     text, failed, seconds = task.result()
                     results[index] = text
+                    if self.tools.trail is not None:
+                        self.tools.trail.called(name, not failed)
                     yield McpCallFinished(name, server, not failed, seconds, _summary(text))
         finally:
             for task in pending:

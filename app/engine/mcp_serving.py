@@ -20,6 +20,7 @@ from app.core.catalog import SEARCH_TOOL_NAME, ToolEntry, ToolScope, select_mcp_
 from app.core.model import JsonObject
 from app.discovery.manifest import search_tool_definition
 from app.engine.gateway import Gateway
+from app.engine.learning_trail import Trail
 from app.engine.mcp_clients import Client, ClientView
 from app.engine.request_tools import RequestTools, ToolKind
 from app.engine.spans import search_attributes, searched
@@ -103,10 +104,12 @@ class McpServing:
         tools = self.tools(scope, None if view is None else view.enabled, proxy)
         if tools.discovery is None:
             return Searched("Error: nothing is deferred here, so there is nothing to search.", [])
+        tools.trail = self._trail(client)
         with tracing.span(f"execute_tool {SEARCH_TOOL_NAME}", search_attributes()) as span:
             keyword_only = await tools.prepare_search(arguments)
             outcome = await off_loop(tools.search, dict(arguments))
             searched(span, outcome)
+        await tools.trail.finish()  # what it returned waits for the client's call
         text = f"{outcome.text}\n\n{keyword_only}" if keyword_only else outcome.text
         if view is None or not tools.found_by_search:
             return Searched(text, outcome.found)
@@ -156,7 +159,15 @@ class McpServing:
                 where = "/".join(str(part) for part in error.absolute_path) or "arguments"
                 message = f"Error: invalid arguments for {entry.name} at {where}: {error.message}. Nothing was run."
                 return ToolOutcome(message, is_error=True)
-        return await self.run(entry, arguments, client[0])
+        outcome = await self.run(entry, arguments, client[0])
+        trail = self._trail(client)
+        trail.called(entry.name, not outcome.is_error)  # learned when a search of this client returned it
+        await trail.finish()
+        return outcome
+
+    def _trail(self, client: Client) -> Trail:
+        """An MCP client's learning signal: its searches and calls are separate requests, tied by its id."""
+        return Trail(self.gateway.learning, client[0].id, client[1])
 
     async def run(self, entry: ToolEntry, arguments: dict[str, Any], caller: Identity) -> ToolOutcome:
         assert entry.server is not None

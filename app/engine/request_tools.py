@@ -10,29 +10,21 @@ upstream, none of them), and search results name the tools they load.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
 from enum import Enum
 from typing import Any
 
 from app.codecs.responses.tools import TOOL_SEARCH
-from app.common.errors import RequestRefused
-from app.common.offload import off_loop
-from app.config import Config
 from app.core.catalog import (
     SEARCH_TOOL_NAME,
-    Catalog,
     ToolEntry,
-    ToolScope,
-    auto_deferred,
-    client_entries,
-    select_mcp_tools,
 )
-from app.core.model import ChatRequest, Message, Native, ToolCall, ToolSpec
-from app.discovery.cache import DiscoveryCache
+from app.core.model import Message, Native, ToolCall, ToolSpec
 from app.discovery.describe import LOADED_NOTE
 from app.discovery.encode_budget import DEFAULT_QUERY_TOKENS, EncodeBudget
-from app.discovery.manifest import ManifestGroup, search_tool_definition
+from app.discovery.learned import LearnedView
+from app.discovery.manifest import search_tool_definition
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget
 from app.discovery.related import with_related
 from app.discovery.search import (
@@ -41,6 +33,7 @@ from app.discovery.search import (
     clean_query,
     prepare_query,
     prepare_search,
+    ranked_text,
     run_search,
     scored_tools,
     shown_name,
@@ -54,6 +47,7 @@ from app.engine.call_tool import (
     unwrap,
     wrapped_history,
 )
+from app.engine.learning_trail import Trail
 from app.engine.native_deferral import with_loads
 
 CLIENT_GROUP = "client"
@@ -102,6 +96,8 @@ class RequestTools:
         self.turns: dict[str, int] = {}  # the turn that first called each tool a session remembers (0: not yet)
         self.client_loaded: list[str] = []  # loaded by the client's own tool search (a stored response, a reference)
         self.search_calls = 0
+        self.trail: Trail | None = None  # the request's learning signal (app/engine/learning_trail.py)
+        self.learned: LearnedView | None = None  # what the deployment learned, read at the first search
         self.deferral = deferral if discovery is not None and deferral in ("call_tool", "native") else "tools"
         self.call_tool = self.deferral == "call_tool"
         self.native = self.deferral == "native"
@@ -246,6 +242,8 @@ class RequestTools:
     async def prepare_search(self, arguments: Any, left: int | None = None) -> str | None:
         """The vectors of every query of a `search_tools` call, in one batch off the event loop, within the
         request's encoding budget; returns what the result says of queries ranked by keywords alone, or None."""
+        if self.trail is not None:
+            self.learned = await self.trail.view()
         return await prepare_search(self.discovery, arguments, QueryBudget(self.max_queries, left), self.encoding)
 
     def search(
@@ -257,15 +255,18 @@ class RequestTools:
         self.search_calls += 1
         budget = QueryBudget(self.max_queries, left, per_request)
         if self.proxy:  # nothing counts as loaded, and nothing related is added: the client asked for what it finds
-            return run_search(
-                arguments, self.discovery, _nothing, self.max_results, loaded_note=PROXY_NOTE, budget=budget
-            )
+            proxied = run_search(arguments, self.discovery, _nothing, self.max_results, loaded_note=PROXY_NOTE,
+                                 budget=budget, learned=self.learned)  # fmt: skip
+            self._searched(proxied)
+            return proxied
         loaded_servers = sorted({entry.server for name in self._initial if (entry := self.entries[name]).server})
         note = FOUND_NOTE if self.call_tool else LOADED_NOTE
         brief = self.call_tool or self.native  # the definitions follow in the text, or load where it stands
         outcome = run_search(
-            arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, note, budget, brief
-        )
+            arguments, self.discovery, self.is_loaded, self.max_results, loaded_servers, note, budget, brief,
+            self.learned,
+        )  # fmt: skip
+        self._searched(outcome)
         outcome = with_related(outcome, self.discovery, self.load_related, self.is_loaded)
         found = [*outcome.found, *outcome.related]
         self.found_by_search.extend(self.load(entry.name for entry in found))
@@ -273,125 +274,19 @@ class RequestTools:
             outcome = replace(outcome, text=f"{outcome.text}\n\n{definitions_text(found)}")
         return outcome
 
+    def _searched(self, outcome: SearchOutcome) -> None:
+        """Tell the request's learning signal what each query returned (with the query's vector, if it had one)."""
+        if self.trail is None or not outcome.by_query:
+            return
+        semantic = self.discovery.semantic if self.discovery is not None else None
+        self.trail.searched(
+            outcome.by_query, lambda query: semantic.query_vector(ranked_text(query)) if semantic is not None else None
+        )
 
-def prepare_request_tools(
-    catalog: Catalog,
-    config: Config,
-    request: ChatRequest,
-    cache: DiscoveryCache,
-    scope: ToolScope | None = None,
-    deferral: str = "tools",
-    search_output: bool = False,
-) -> RequestTools:
-    """Toolset filter first, then the loaded/deferred split (a tool outside the toolset is never seen). `scope`:
-    the tools the caller may see (app.core.catalog.narrowed), by default the request's tool set; `deferral`: the
-    upstream provider's (`search_output`: a Responses upstream's `native`)."""
-    scope = request.tool_set if scope is None else scope
-    mcp = select_mcp_tools(catalog, config, scope)
-    client = client_entries(request.tools, {entry.name: entry for entry in mcp})
-    enabled = config.tool_discovery.enabled
-    if enabled:
-        client = auto_deferred(client, config.tool_discovery.auto_defer_client_tools, request.options.tool_choice)
-    deferred_client = [entry for entry in client if entry.deferred] if enabled else []
-    discovery = cache.get(catalog, scope, mcp)
-    for group in client_groups(deferred_client, catalog):
-        discovery = cache.with_client_tools(catalog, scope, discovery, group)
-    if not enabled:
-        discovery = None
-    search_output = deferral == "native" and search_output
-    if search_output and any(tool.spec.name == TOOL_SEARCH for tool in request.tools):
-        search_output = False  # a client's own tool search takes the upstream's one `tool_search` tool
-        deferral = "tools"
-    if deferral == "call_tool" and discovery is not None:
-        for index, tool in enumerate(request.tools):
-            if tool.spec.name == CALL_TOOL_NAME:
-                raise RequestRefused(
-                    f"Client tool {CALL_TOOL_NAME!r} collides with a tool this gateway offers this request; rename it.",
-                    param=f"tools[{index}].function.name",
-                    code="tool_name_collision",
-                )
-    settings = config.tool_discovery
-    return RequestTools(
-        [*client, *mcp],
-        discovery,
-        settings.max_search_results,
-        settings.load_related,
-        config.max_queries_per_search,
-        settings.semantic.query_tokens_per_request,
-        deferral,
-        search_output,
-    )
-
-
-def client_groups(deferred: list[ToolEntry], catalog: Catalog) -> list[ManifestGroup]:
-    """The client's deferred tools as manifest groups: those of a namespace under its name and description (the
-    model sees the group, as OpenAI shows a deferred namespace), the others together as the calling application's."""
-    grouped: dict[str, list[ToolEntry]] = {}
-    summaries: dict[str, str] = {}
-    for entry in deferred:
-        namespace = entry.spec.namespace
-        label = namespace.name if namespace is not None else CLIENT_GROUP
-        label = label if label not in catalog.servers else f"{label}_tools"
-        grouped.setdefault(label, []).append(entry)
-        summaries.setdefault(label, namespace.description if namespace is not None else CLIENT_SUMMARY)
-    return [ManifestGroup(label, summaries[label], entries) for label, entries in grouped.items()]
-
-
-async def tools_for(
-    catalog: Catalog,
-    config: Config,
-    request: ChatRequest,
-    cache: DiscoveryCache,
-    remembered: Iterable[str] | Mapping[str, int] = (),
-    scope: ToolScope | None = None,
-    deferral: str = "tools",
-    search_output: bool = False,
-) -> RequestTools:
-    """A request's tools as its first round sends them: the tool set's, the client's, what the conversation
-    already called and a session `remembered`, then what prefetch finds for the latest user message. Indexing
-    the client's tools (or a toolset's first discovery) is sized by input: it runs in the worker pool, never on the
-    event loop."""
-    scope = request.tool_set if scope is None else scope
-    if request.tools or not cache.ready(catalog, scope):
-        tools = await off_loop(prepare_request_tools, catalog, config, request, cache, scope, deferral, search_output)
-    else:
-        tools = prepare_request_tools(catalog, config, request, cache, scope, deferral, search_output)
-    tools.turn = sum(message.role == "user" for message in request.messages)
-    tools.load(history_tool_names(request.messages))
-    if tools.call_tool:  # a client's own tool search loaded them: they join the list it fixes from the start
-        tools.pin(request.loaded_tools)
-    else:
-        tools.client_loaded = tools.load(request.loaded_tools)
-    if tools.native and isinstance(remembered, Mapping):  # one only found is not loaded upstream: a search is
-        tools.load(name for name, turn in remembered.items() if turn > 0)
-    else:
-        tools.load(remembered)
-    if isinstance(remembered, Mapping):
-        tools.turns.update(remembered)
-    discovery = config.tool_discovery
-    if discovery.prefetch:
-        text = latest_user_text(request.messages)
-        await tools.prepare(text)
-        await off_loop(tools.prefetch, text, discovery.prefetch, discovery.prefetch_min_match)
-    return tools
-
-
-def latest_user_text(messages: list[Message]) -> str:
-    """The text of the last user message (string content or its text parts)."""
-    for message in reversed(messages):
-        if message.role == "user":
-            return message.text()
-    return ""
-
-
-def history_tool_names(messages: list[Message]) -> list[str]:
-    """Names the conversation already called, oldest first: they stay loaded on the next turn."""
-    names: list[str] = []
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name not in names:
-                names.append(call.name)
-    return names
+    def searchable(self, name: str) -> bool:
+        """A deferred tool: one a search returns."""
+        entry = self.entries.get(name)
+        return entry is not None and entry.deferred and self.discovery is not None
 
 
 def _nothing(name: str) -> bool:

@@ -115,8 +115,18 @@ class AdminApi:
         config = self.engine.config
         limit = _number(request, "k", config.tool_discovery.max_search_results, SEARCH_RESULTS_HARD_CAP)
         tool_set = _text(request, "tool_set")
-        report = await self.engine.explain_search(tool_set, queries, _text(request, "server"), limit)
+        identity = _text(request, "identity")
+        report = await self.engine.explain_search(tool_set, queries, _text(request, "server"), limit, identity)
         return {"query": queries[0], **report}
+
+    async def learning(self, request: Request) -> dict[str, Any]:
+        """The pairs search learned from successful calls: GET lists them, DELETE clears them; both all, or one
+        `tool`'s, or one `identity`'s, or both."""
+        tool, identity = _text(request, "tool"), _text(request, "identity")
+        if request.method == "DELETE":
+            return {"cleared": await self.engine.forget(tool, identity), "tool": tool, "identity": identity}
+        pairs = await self.engine.learned_pairs(tool, identity)
+        return {"pairs": pairs[: _number(request, "limit", 500, 100_000)], "total": len(pairs)}
 
     async def requests(self, request: Request) -> dict[str, Any]:
         return {"requests": self.engine.recent_requests(_number(request, "limit", 50, 10_000))}
@@ -154,4 +164,5 @@ def _number(request: Request, name: str, default: int, most: int) -> int:
 
 AdminView = Callable[[AdminApi, Request], Awaitable[dict[str, Any]]]
 AdminApi.VIEWS = (AdminApi.servers, AdminApi.tools, AdminApi.manifest, AdminApi.search, AdminApi.requests,
-                  AdminApi.metrics)  # fmt: skip
+                  AdminApi.metrics, AdminApi.learning)  # fmt: skip
+WRITES = {"learning": ("GET", "DELETE")}  # the views that change something, and their methods

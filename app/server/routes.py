@@ -21,7 +21,7 @@ from typing import Any, Literal
 from starlette.requests import Request
 from starlette.responses import Response
 
-from app.server.admin import AdminApi, AdminView
+from app.server.admin import WRITES, AdminApi, AdminView
 from app.server.endpoints import Endpoints
 from app.server.mounting import Mounted
 from app.server.shapes import Surface
@@ -72,7 +72,8 @@ ROUTES: tuple[Entry, ...] = (
     Entry("/console/console.css", GET, _console, CONSOLE, "The console's style", access="operator"),
     Entry("/console/console.js", GET, _console, CONSOLE, "The console's script", access="operator"),
     *(
-        Entry(f"/admin/{view.__name__}", GET, _admin(view), ADMIN, f"Admin API: {view.__name__}", access="operator")
+        Entry(f"/admin/{view.__name__}", WRITES.get(view.__name__, GET), _admin(view), ADMIN,
+              f"Admin API: {view.__name__}", access="operator")
         for view in AdminApi.VIEWS
     ),
     Entry("/openapi.json", GET, Endpoints.openapi, GATEWAY, "This API's OpenAPI document", docs=True),

@@ -158,9 +158,10 @@ async function loadManifest(toolSet) {
   $("manifest-json-box").hidden = false;
 }
 
-function explanation(matched) {
+function explanation(matched, learned) {
   const box = el("td");
   const fields = Object.entries(matched || {});
+  if (learned) box.append(el("span", `learned from ${learned} use${learned === 1 ? "" : "s"}`, "field"));
   if (!fields.length) box.append(el("span", "no word matched (meaning only)", "weak"));
   for (const [field, words] of fields) {
     const part = el("span", null, "field");
@@ -192,7 +193,7 @@ async function runSearch(event) {
     $("search-mode").className = found ? "note" : "note empty";
     fill("search-results", data.results.map((r) => row([
       num(r.rank), el("td", r.query), el("td", r.name, r.weak ? "weak" : ""), fixed(r.score), fixed(r.lexical), fixed(r.semantic),
-      num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched),
+      num(r.match === null ? null : Math.round(r.match * 100) + "%"), explanation(r.matched, r.learned),
     ], "result")));
     $("search-results").hidden = !found;
     const loaded = data.loaded || [];

@@ -1,0 +1,159 @@
+"""Search that learns, through the real gateway: two `toolsift serve` replicas with meaning search on one
+redis-server. A chat that searched "book a meeting room" and successfully called calendar__create_event makes a
+later request's `search_tools("reserve a conference room")` rank that tool first, on the other replica too; the
+admin API lists and clears the pair, and then it ranks below first again, as before anything was learned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+
+KEY, ADMIN = "key-team-learning", "admin-learning"
+TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
+TOOL = "calendar__create_event"
+BOOKED = {"calendar": "work", "title": "Design review", "start": "2026-12-01T10:00:00"}
+
+
+class Replica:
+    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+        self.process, self.base = process, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def replicas(
+    redis_url: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Replica, Replica]]:
+    provider = {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0, "deferral": "tools"}
+    config = {
+        "providers": {"up": provider, "via_call": {**provider, "deferral": "call_tool"}},
+        "models": {"fast": {"provider": "up", "model": "gpt-test"}, "calls": {"provider": "via_call", "model": "m"}},
+        "mcpServers": {"calendar": {"command": "python", "args": [str(SERVERS / "calendar_server.py")],
+                                    "defer_loading": True}},
+        "auth": {"api_keys": [KEY], "admin_keys": [ADMIN]},
+        "store": {"redis_url": redis_url},
+    }  # fmt: skip
+    path = tmp_path_factory.mktemp("learning") / "config.json"
+    path.write_text(json.dumps(config))
+    started = []
+    for _ in range(2):
+        port = free_port()
+        command = [TOOLSIFT, "serve", "--config", str(path), "--port", str(port), "--log-level", "warning"]
+        started.append(Replica(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port))
+    try:
+        for replica in started:
+            _wait_ready(replica)
+        yield started[0], started[1]
+    finally:
+        for replica in started:
+            replica.process.terminate()
+            replica.process.wait(30)
+
+
+def _wait_ready(replica: Replica) -> None:
+    """Ready once its tools are embedded: search by meaning, as a balancer waits for it."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert replica.process.poll() is None, "the replica exited"
+        try:
+            if httpx.get(f"{replica.base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("the replica did not become ready")
+
+
+def _chat(replica: Replica, body: dict[str, Any]) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {KEY}"}
+    return httpx.post(f"{replica.base}/v1/chat/completions", json=body, headers=headers, timeout=120)
+
+
+def _searched_first(replica: Replica, scripted: ScriptedUpstream, query: str, stream: bool) -> str:
+    """The first tool a model's `search_tools(query)` got back, in a chat through `replica`."""
+    scripted.script(completion(calls=[("search_tools", {"query": query})]), completion("Here is what I found."))
+    answered = _chat(replica, chat_body("reserve a room for friday", stream=stream))
+    assert answered.status_code == 200, answered.text
+    result = scripted.requests[1]["messages"][-1]["content"]
+    found = re.search(r"calendar__\w+", result)  # the first tool named, whichever way the result lists them
+    assert found is not None, result
+    return found.group(0)
+
+
+def _admin(replica: Replica, method: str, **params: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    answered = httpx.request(method, f"{replica.base}/admin/learning", params=params, headers=headers, timeout=30)
+    assert answered.status_code == 200, answered.text
+    body: dict[str, Any] = answered.json()
+    return body
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_need_learned_on_one_replica_ranks_its_tool_first_on_the_other_until_cleared(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream, stream: bool
+) -> None:
+    a, b = replicas
+    _admin(a, "DELETE")
+    assert _searched_first(b, scripted, "reserve a conference room", stream) != TOOL, "nothing learned yet"
+
+    scripted.script(
+        completion(calls=[("search_tools", {"query": "book a meeting room"})]),
+        completion(calls=[(TOOL, BOOKED)]),
+        completion("Booked."),
+    )
+    booked = _chat(a, chat_body("book a meeting room for the design review", stream=stream))
+    assert booked.status_code == 200 and "Booked." in booked.text
+    called = scripted.requests[2]["messages"][-1]["content"]
+    assert "Design review" in called and not called.startswith("Error"), "the call succeeded"
+
+    assert _searched_first(b, scripted, "reserve a conference room", stream) == TOOL
+    listed = _admin(a, "GET", tool=TOOL)
+    assert [(pair["query"], pair["uses"]) for pair in listed["pairs"]] == [("book a meeting room", 1)]
+    asked = {"query": "reserve a conference room", "identity": listed["pairs"][0]["identity"]}
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    explained = httpx.get(f"{b.base}/admin/search", params=asked, headers=headers, timeout=30).json()
+    assert explained["results"][0]["name"] == TOOL and explained["results"][0]["learned"] == 1
+
+    assert _admin(a, "DELETE", tool=TOOL)["cleared"] == 1
+    assert _searched_first(b, scripted, "reserve a conference room", stream) != TOOL, "forgotten on every replica"
+
+
+def test_a_call_made_through_call_tool_counts_like_a_direct_call(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
+) -> None:
+    a, b = replicas
+    _admin(a, "DELETE")
+    scripted.script(
+        completion(calls=[("search_tools", {"query": "book a meeting room"})]),
+        completion(calls=[("call_tool", {"name": TOOL, "arguments": BOOKED})]),
+        completion("Booked."),
+    )
+    assert _chat(a, chat_body("book a meeting room", model="calls")).status_code == 200
+    assert [pair["tool"] for pair in _admin(b, "GET")["pairs"]] == [TOOL]
+    assert _admin(b, "GET", identity="nobody")["pairs"] == []
+
+
+def test_a_failed_call_teaches_nothing(replicas: tuple[Replica, Replica], scripted: ScriptedUpstream) -> None:
+    a, _ = replicas
+    _admin(a, "DELETE")
+    scripted.script(
+        completion(calls=[("search_tools", {"query": "book a meeting room"})]),
+        completion(calls=[(TOOL, {"calendar": "no-such-calendar", "title": "x", "start": "soon"})]),
+        completion("It failed."),
+    )
+    assert _chat(a, chat_body("book a meeting room")).status_code == 200
+    assert _admin(a, "GET")["pairs"] == []
