@@ -133,7 +133,7 @@ class Learning:
         await self.store.put(Key(NAMESPACE, identity, PAIRS), raw)
         await self._indexed(identity, len(raw), now)
         learned = ", ".join(f"{each.tool} for {redact(each.query)[:80]!r}" for each in taught)
-        log.info("learning: %s learned %s", identity, learned)
+        log.debug("learning: %s learned %s", identity, learned)
 
     async def _indexed(self, identity: str, size: int, now: float) -> None:
         """Note `identity`'s pairs in the index; past the deployment's bound, the identities written longest ago
