@@ -34,7 +34,7 @@ from app.config import Config, load_config, parse_config  # noqa: E402
 from app.core.model import ChatRequest  # noqa: E402
 from app.discovery.cache import DiscoveryCache  # noqa: E402
 from app.engine.request_tools import RequestTools, prepare_request_tools  # noqa: E402
-from app.fronts.chat_wire import parse_chat_request  # noqa: E402
+from app.fronts.chat.wire import parse_chat_request  # noqa: E402
 from app.mcp.client.catalog_build import build_catalog  # noqa: E402
 
 DEFAULT_DATA = DATA / "tool_retrieval_dev.json"
