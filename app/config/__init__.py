@@ -12,6 +12,7 @@ from app.config.discovery import (
     SEARCH_RESULTS_HARD_CAP,
     AutoDeferConfig,
     EmbeddingEndpointConfig,
+    EnrichConfig,
     SemanticConfig,
     ToolDiscoveryConfig,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "ConfigError",
     "ConsoleConfig",
     "EmbeddingEndpointConfig",
+    "EnrichConfig",
     "ExcludeSpec",
     "McpFrontConfig",
     "McpLimitsConfig",

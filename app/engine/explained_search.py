@@ -88,7 +88,9 @@ def search_report(
                 "semantic": round(found.semantic, 4) if found.semantic is not None else None,
                 "match": round(min(found.lexical / best, 1.0), 4) if best else None,
                 "weak": found.weak,
-                "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
+                "matched": matched_fields(
+                    found.entry, query, summaries.get(found.entry.server or "", ""), _enrichment(discovery, found)
+                ),
             }
             for position, found in enumerate(ranked, 1)
         )
@@ -102,6 +104,11 @@ def search_report(
         "text": outcome.text,
         "loaded": loaded,
     }
+
+
+def _enrichment(discovery: Discovery, found: Scored) -> str:
+    """What the configured model wrote of a found tool, as its index read it ("" for none)."""
+    return next((text for part in discovery.index.parts if (text := part.enrichment_of(found.entry))), "")
 
 
 def _loaded_matches(
