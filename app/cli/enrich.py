@@ -22,6 +22,7 @@ from app.engine.enrich_background import enrichment_cache
 from app.engine.enrichment import Enricher, Outcome, Plan, Progress, model_key, plan
 
 DEFAULT_BATCH = 15
+MAX_BATCH = 50  # as the config's batch_size: an answer for more tools than this is long to wait for and to check
 BAR_WIDTH = 30
 
 
@@ -37,6 +38,9 @@ async def enrich(config: Config, args: argparse.Namespace) -> int:
         print(f"toolsift: {alias!r} is not a model alias of this config (models: {known})", file=sys.stderr)
         return 2
     batch_size = args.batch_size or (settings.batch_size if settings is not None else DEFAULT_BATCH)
+    if batch_size > MAX_BATCH:
+        print(f"toolsift: --batch-size is at most {MAX_BATCH}", file=sys.stderr)
+        return 2
     budget = args.max_tokens if args.max_tokens is not None else (settings.max_tokens if settings else None)
     cache = enrichment_cache(config, alias)
     assert cache is not None

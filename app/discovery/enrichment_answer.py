@@ -52,7 +52,9 @@ def clean(text: str) -> str:
     """`text` without control and format characters (escapes, bidi overrides, zero-width marks), its whitespace
     collapsed: a model's text is shown in terminals and logs and indexed as words."""
     kept = "".join(
-        " " if char.isspace() else char for char in text if unicodedata.category(char) not in ("Cc", "Cf", "Cs")
+        " " if char.isspace() else char
+        for char in text
+        if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf", "Cs")
     )
     return _SPACES.sub(" ", kept).strip()
 

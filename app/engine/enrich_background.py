@@ -39,10 +39,10 @@ def enrichment_cache(config: Config, alias: str | None = None) -> EnrichmentCach
 
 class Paced:
     """`work` run on demand, never two at once and paced: a demand while it runs (or too soon after) is served
-    by one later run."""
+    by one later run, at least `interval` seconds and `spacing` times the last run's duration after it started."""
 
-    def __init__(self, work: Callable[[], Awaitable[None]], interval: float) -> None:
-        self.work, self.interval = work, interval
+    def __init__(self, work: Callable[[], Awaitable[None]], interval: float, spacing: float = 0.0) -> None:
+        self.work, self.interval, self.spacing = work, interval, spacing
         self._dirty = False
         self._last = -float("inf")
         self._spacing = 0.0
@@ -62,7 +62,7 @@ class Paced:
                 await self.work()
             except Exception:  # the next demand tries again; serving goes on with what it has
                 log.exception("enrichment: background work failed")
-            self._spacing = REBUILD_SPACING * (time.monotonic() - started)
+            self._spacing = self.spacing * (time.monotonic() - started)
 
     async def settled(self) -> None:
         while self._task is not None and not self._task.done():
@@ -88,7 +88,7 @@ class BackgroundEnrichment:
     ) -> None:
         self.settings, self.cache, self.route, self.deferred = settings, cache, route, deferred
         self.outcome = Outcome()  # across runs: the budget is spent once
-        self.refreshing = Paced(refresh, interval)
+        self.refreshing = Paced(refresh, interval, REBUILD_SPACING)
         self.running = Paced(self._run, 0.0)
 
     def wake(self) -> None:

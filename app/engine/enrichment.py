@@ -204,6 +204,3 @@ class Enricher:
         outcome.tokens += spent or count_text(INSTRUCTIONS) + count_text(text) + count_text(delta.content[:65536])
         return await off_loop(read_answer, delta.content, names)
 
-
-def enrichments_found(answer: Answer) -> dict[str, Enrichment]:
-    return answer.found

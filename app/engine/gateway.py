@@ -120,6 +120,8 @@ class Gateway:
         for cache in (self.discovery, self.every):
             await off_loop(cache.rebuild, catalog, lambda scope: select_mcp_tools(catalog, self.config, scope))
         self.semantic.track(())
+        if self.freeze_heap:
+            gc.freeze()
 
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
