@@ -210,25 +210,9 @@ def _parameter_text(properties: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-FIELD_LABELS = {"server_text": "server description"}
 # Fields a `+word` filter does not read: the server's text (every tool of it shares it) and what the configured
 # model wrote of the tool (a required word is one the tool itself says).
 _NOT_OWN = frozenset({"server_text", "enrichment"})
-
-
-def matched_fields(entry: ToolEntry, query: str, server_text: str = "", enrichment: str = "") -> dict[str, list[str]]:
-    """Which words of `query` matched which of a tool's fields, as the index reads both: explains a score."""
-    words = list(dict.fromkeys(query.replace("+", " ").split()))
-    terms = {word: set(tokenize(describe_locations(word))) for word in words}
-    found: dict[str, list[str]] = {}
-    for name, tokens in tool_fields(entry, server_text, enrichment=enrichment).items():
-        if name == "description" and not entry.description.strip():
-            continue  # its parameters stand in for it: they are reported as parameters
-        present = set(tokens)
-        hits = [word for word in words if terms[word] & present]
-        if hits:
-            found[FIELD_LABELS.get(name, name)] = hits
-    return found
 
 
 class ToolIndex:

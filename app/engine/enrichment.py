@@ -22,7 +22,7 @@ from app.config import Config
 from app.core.catalog import ToolEntry
 from app.core.model import Message, Options, UpstreamRequest
 from app.discovery.enrichment import EnrichmentCache, tool_brief
-from app.discovery.enrichment_answer import MAX_PHRASINGS, MAX_PURPOSE_CHARS, Answer, Enrichment, clean, read_answer
+from app.discovery.enrichment_answer import MAX_PHRASINGS, MAX_PURPOSE_CHARS, Answer, clean, read_answer
 from app.providers import Route
 
 log = logging.getLogger("toolsift.enrich")
@@ -203,4 +203,3 @@ class Enricher:
         spent = usage.input_tokens + usage.output_tokens if usage is not None else 0
         outcome.tokens += spent or count_text(INSTRUCTIONS) + count_text(text) + count_text(delta.content[:65536])
         return await off_loop(read_answer, delta.content, names)
-

@@ -13,10 +13,11 @@ from app.core.catalog import ToolEntry
 from app.discovery.embeddings import VectorCache
 from app.discovery.enrichment import EnrichmentCache, brief_text, tool_brief
 from app.discovery.enrichment_answer import MAX_ANSWER_CHARS_PER_TOOL, Enrichment, check, clean, read_answer
-from app.discovery.index import ToolIndex, matched_fields
+from app.discovery.index import ToolIndex
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
 from app.discovery.semantic import SemanticSearch
+from app.engine.explained_search import matched_fields
 from tests.unit.discovery.test_fusion import ConceptBackend, entries_of
 
 GOOD = {"purpose": "Book a table.", "phrasings": ["reserve dinner", "table for two", "restaurant booking"]}
