@@ -59,15 +59,19 @@ class Job:
 
 @dataclass
 class Plan:
-    """What a run would ask: the tools not cached, in batches, and the tokens that would cost (estimated)."""
+    """What a run would ask: the tools not cached, in batches, and what each batch would cost (estimated)."""
 
     batches: list[list[Job]]
+    costs: list[int]
     cached: int
-    tokens: int
 
     @property
     def jobs(self) -> list[Job]:
         return [job for batch in self.batches for job in batch]
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.costs)
 
 
 @dataclass
@@ -101,7 +105,7 @@ def plan(entries: Iterable[ToolEntry], cache: EnrichmentCache, batch_size: int) 
             jobs[key] = Job(entry.name, key, tool_brief(entry))
     listed = list(jobs.values())
     batches = [listed[start : start + batch_size] for start in range(0, len(listed), batch_size)]
-    return Plan(batches, cached, sum(batch_tokens(batch) for batch in batches))
+    return Plan(batches, [batch_tokens(batch) for batch in batches], cached)
 
 
 def prompt(batch: Sequence[Job]) -> str:
@@ -139,9 +143,8 @@ class Enricher:
         """Ask about `planned`'s tools; `outcome` carries counts across runs (a gateway's budget is its own)."""
         outcome = outcome or Outcome()
         total, done, failed = len(planned.jobs), 0, 0
-        for position, batch in enumerate(planned.batches):
-            cost = batch_tokens(batch)
-            if self.max_tokens is not None and outcome.tokens + cost > self.max_tokens:
+        for position, (batch, cost) in enumerate(zip(planned.batches, planned.costs, strict=True)):
+            if not self._affords(outcome, cost):
                 left = sum(len(rest) for rest in planned.batches[position:])
                 outcome.stopped = (
                     f"token budget reached: {outcome.tokens:,} of {self.max_tokens:,} tokens spent, the next batch "
@@ -149,7 +152,7 @@ class Enricher:
                 )
                 log.warning("enrichment stopped: %s", outcome.stopped)
                 break
-            found = await self._batch(batch, outcome)
+            found = await self._batch(batch, cost, outcome)
             failed = failed + 1 if not found else 0
             done += len(batch)
             if self.progress is not None:
@@ -160,19 +163,24 @@ class Enricher:
                 break
         return outcome
 
-    async def _batch(self, batch: list[Job], outcome: Outcome) -> int:
-        """One batch: asked, then asked again about what is missing; kept, saved, the rest logged. How many were
-        enriched."""
+    def _affords(self, outcome: Outcome, cost: int) -> bool:
+        return self.max_tokens is None or outcome.tokens + cost <= self.max_tokens
+
+    async def _batch(self, batch: list[Job], cost: int, outcome: Outcome) -> int:
+        """One batch (estimated to cost `cost`): asked, then asked again about what is missing if the budget allows;
+        kept, saved, the rest logged. How many were enriched."""
         by_name = {job.name: job for job in batch}
-        answer = await self._ask(batch, outcome)
+        answer = await self._ask(batch, cost, outcome)
         found = dict(answer.found)
+        problems = dict(answer.problems)
         missing = [job for job in batch if job.name not in found]
-        if missing:
-            again = await self._ask(missing, outcome)
+        retry = cost * len(missing) // len(batch)
+        if missing and self._affords(outcome, retry):
+            again = await self._ask(missing, retry, outcome)
             found.update(again.found)
-            problems = {**answer.problems, **again.problems}
-        else:
-            problems = {}
+            problems.update(again.problems)
+        elif missing:
+            problems.update((job.name, f"{problems.get(job.name)}; the token budget left no retry") for job in missing)
         if found:
             self.cache.put({by_name[name].key: enrichment for name, enrichment in found.items()})
             await off_loop(self.cache.save)
@@ -186,7 +194,8 @@ class Enricher:
                 log.warning("enrichment: skipped %s: %s", redact(job.name), why)
         return len(found)
 
-    async def _ask(self, batch: list[Job], outcome: Outcome) -> Answer:
+    async def _ask(self, batch: list[Job], cost: int, outcome: Outcome) -> Answer:
+        """One call about `batch`; what it spent is what the upstream reported, else `cost` (the estimate)."""
         names = [job.name for job in batch]
         text = prompt(batch)
         options = self.route.options(Options(max_tokens=answer_tokens(batch)))
@@ -197,9 +206,8 @@ class Enricher:
         try:
             delta = await self.route.provider.complete(request)
         except GatewayError as exc:
-            outcome.tokens += count_text(INSTRUCTIONS) + count_text(text)
+            outcome.tokens += cost - answer_tokens(batch)  # the prompt may have been read and billed
             return Answer(problems=dict.fromkeys(names, f"the upstream failed: {exc}"))
         usage = delta.usage
-        spent = usage.input_tokens + usage.output_tokens if usage is not None else 0
-        outcome.tokens += spent or count_text(INSTRUCTIONS) + count_text(text) + count_text(delta.content[:65536])
+        outcome.tokens += (usage.input_tokens + usage.output_tokens if usage is not None else 0) or cost
         return await off_loop(read_answer, delta.content, names)

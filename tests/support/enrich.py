@@ -56,6 +56,25 @@ class EnrichingUpstream:
         return None
 
 
+# The finance example server's tools, and words none of them says: only the enrichment below holds them.
+FINANCE = [
+    "convert_currency", "get_exchange_rates", "get_stock_quote", "calculate_loan_payment", "compound_interest",
+    "portfolio_value", "estimate_income_tax",
+]  # fmt: skip
+NEST_EGG = "nest egg projection"
+
+
+def finance_written() -> str:
+    """An answer enriching every finance tool, NEST_EGG among compound_interest's phrasings: an upstream answers
+    every batch with it (the gateway reads the tools each batch asked about)."""
+    found = {}
+    for name in FINANCE:
+        phrasings = [f"help with {name}", f"use {name}", f"find {name}"]
+        extra = [NEST_EGG] if name == "compound_interest" else []
+        found[f"finance__{name}"] = {"purpose": f"Does {name}.", "phrasings": [*phrasings, *extra]}
+    return json.dumps(found)
+
+
 def many_tools(count: int, name: str = "ops", changed: int | None = None) -> FastMCP:
     """A server of `count` tools `task_00` ... (tool `changed`, when given, with another description)."""
     server = FastMCP(name)

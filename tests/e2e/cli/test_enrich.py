@@ -10,33 +10,20 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support import ROOT, ScriptedUpstream, completion, example_server, free_port
+from tests.support.enrich import NEST_EGG, finance_written
 
 TOOLSIFT = [sys.executable, "-m", "app.cli"]  # the `toolsift` script of this checkout (run from its root)
-FINANCE = [
-    "convert_currency", "get_exchange_rates", "get_stock_quote", "calculate_loan_payment", "compound_interest",
-    "portfolio_value", "estimate_income_tax",
-]  # fmt: skip
-NEST_EGG = "nest egg projection"  # no finance tool says any of these words
-
-
-def written(name: str) -> dict[str, Any]:
-    phrasings = [f"help with {name}", f"use {name}", f"find {name}"]
-    return {
-        "purpose": f"Does {name}.",
-        "phrasings": [*phrasings, NEST_EGG] if name.endswith("compound_interest") else phrasings,
-    }
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[ScriptedUpstream]:
     server = ScriptedUpstream().start()
     # Every call is answered for every tool: the gateway reads the tools each batch asked about.
-    server.fallback = completion(json.dumps({f"finance__{name}": written(name) for name in FINANCE}), usage=(400, 300))
+    server.fallback = completion(finance_written(), usage=(400, 300))
     yield server
     server.stop()
 
