@@ -106,10 +106,11 @@ class BackgroundEnrichment:
         )  # fmt: skip
         self.outcome.stopped = ""
         enricher = Enricher(self.route(), self.cache, self.settings.max_tokens, on_batch=self.refreshing.wake)
+        self.outcome.skipped.clear()  # this run's, each also logged with why
         before = self.outcome.enriched
         await enricher.run(planned, self.outcome)
         log.info(
-            "enrichment: %d tools enriched, %d skipped, %s tokens spent so far",
+            "enrichment: %d tools enriched, %d skipped, %s tokens spent since start-up",
             self.outcome.enriched - before, len(self.outcome.skipped), f"{self.outcome.tokens:,}",
         )  # fmt: skip
 
