@@ -41,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.config import SemanticConfig, parse_config  # noqa: E402
 from app.discovery.cache import mcp_groups  # noqa: E402
+from app.discovery.enrichment import Enrichments  # noqa: E402
+from app.discovery.params import DEFAULT_PARAMS, SearchParams  # noqa: E402
 from app.discovery.search import Discovery, rank_queries, rank_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from app.mcp.client.catalog_build import build_catalog  # noqa: E402
@@ -60,11 +62,15 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def toolsift_ranker(
-    tools: list[dict[str, Any]], semantic: SemanticSearch | None, cold: bool = False
+    tools: list[dict[str, Any]],
+    semantic: SemanticSearch | None,
+    cold: bool = False,
+    enrichments: Enrichments | None = None,
+    params: SearchParams = DEFAULT_PARAMS,
 ) -> tuple[Ranker, float]:
     """Index the tools as toolsift would (build time, embedding included) and rank by `search_tools`' code path;
-    `cold` encodes every query afresh (no query vector cache)."""
-    discovery, ids, build_seconds = index_tools(tools, semantic)
+    `cold` encodes every query afresh (no query vector cache); `enrichments` and `params` as `index_tools`."""
+    discovery, ids, build_seconds = index_tools(tools, semantic, enrichments, params)
 
     def rank(query: str) -> list[str]:
         if semantic is not None:
@@ -76,10 +82,15 @@ def toolsift_ranker(
     return rank, build_seconds
 
 
-def multi_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch | None) -> tuple[MultiRanker, float]:
+def multi_ranker(
+    tools: list[dict[str, Any]],
+    semantic: SemanticSearch | None,
+    enrichments: Enrichments | None = None,
+    params: SearchParams = DEFAULT_PARAMS,
+) -> tuple[MultiRanker, float]:
     """One `search_tools` call of several queries, as the gateway runs it: their vectors in one batch (afresh),
     then each query's own ranking."""
-    discovery, ids, build_seconds = index_tools(tools, semantic)
+    discovery, ids, build_seconds = index_tools(tools, semantic, enrichments, params)
 
     def rank(queries: list[str]) -> list[list[str]]:
         if semantic is not None:
@@ -109,9 +120,14 @@ def semantic_ranker(tools: list[dict[str, Any]], semantic: SemanticSearch) -> tu
 
 
 def index_tools(
-    tools: list[dict[str, Any]], semantic: SemanticSearch | None = None
+    tools: list[dict[str, Any]],
+    semantic: SemanticSearch | None = None,
+    enrichments: Enrichments | None = None,
+    params: SearchParams = DEFAULT_PARAMS,
 ) -> tuple[Discovery, dict[tuple[str, str], str], float]:
-    """The data's tools as one deferred catalog: its discovery, (server, name) -> tool id, and build seconds."""
+    """The data's tools as one deferred catalog: its discovery, (server, name) -> tool id, and build seconds; with
+    `enrichments`, what a model wrote of the tools is indexed too (bench/enrichment_proxy.py), and the enrichments'
+    vectors computed."""
     started = time.perf_counter()
     listings: dict[str, list[Any]] = {}
     ids: dict[tuple[str, str], str] = {}
@@ -133,7 +149,10 @@ def index_tools(
     catalog = build_catalog(config, listings, version=1)
     if semantic is not None:
         semantic.ensure_now(catalog.tools.values())
-    discovery = Discovery.build(mcp_groups(catalog, list(catalog.tools.values())), semantic=semantic)
+    groups = mcp_groups(catalog, list(catalog.tools.values()))
+    discovery = Discovery.build(groups, semantic=semantic, params=params, enrichments=enrichments)
+    if semantic is not None and enrichments is not None:
+        semantic.embed_now([found.text for found in discovery.index.parts[0].enriched if found is not None])
     return discovery, ids, time.perf_counter() - started
 
 

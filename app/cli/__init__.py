@@ -2,8 +2,8 @@
 
 Each command group's work is its own module, imported only when its command runs (so `toolsift tools` answered
 by a running gateway imports neither the gateway nor its libraries): serve.py (`serve`, `demo`), inspect.py
-(`check`, `tools`, `manifest`, `search`), models.py (`models`), mcp.py (`mcp --stdio`); remote.py asks a running
-gateway and render.py prints the reports.
+(`check`, `tools`, `manifest`, `search`), models.py (`models`), enrich.py (`enrich`), mcp.py (`mcp --stdio`);
+remote.py asks a running gateway and render.py prints the reports.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported where used: `tools`, `manifest` and `search` answe
 
 DEFAULT_CONFIG = "config.json"
 CONFIG_VARIABLE = "TOOLSIFT_CONFIG"
-LOCAL_REPORTS = ("check", "tools", "manifest", "search", "models")
+LOCAL_REPORTS = ("check", "tools", "manifest", "search", "models", "enrich")
 
 
 def handler(command: str) -> Callable[..., Any]:
@@ -41,6 +41,10 @@ def handler(command: str) -> Callable[..., Any]:
         from app.cli.models import models
 
         return models
+    if command == "enrich":
+        from app.cli.enrich import enrich
+
+        return enrich
     from app.cli.mcp import mcp
 
     return mcp
@@ -113,11 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
     models.add_argument("model", nargs="?", help="with pull: a hub model id (default: tool_discovery.semantic.model)")
     models.add_argument("--endpoint", help="with pull: the hub or a mirror (default: $HF_ENDPOINT or huggingface.co)")
+    enrich = _command(commands, "enrich", "have a model write each deferred tool's purpose and search phrasings")
+    enrich.add_argument("--model", help="the model alias that writes them (default: tool_discovery.enrich.model)")
+    enrich.add_argument("--dry-run", action="store_true", help="list the tools and estimate the tokens; call nothing")
+    enrich.add_argument("--max-tokens", type=_positive, help="stop before passing this many tokens (prompts + answers)")
+    enrich.add_argument("--batch-size", type=_positive, help="tools per upstream call (default: 15, or the config's)")
     front = _command(commands, "mcp", "serve every configured MCP server as one MCP server, over stdio")
     front.add_argument("--stdio", action="store_true", required=True, help="speak MCP on stdin/stdout")
     front.add_argument("--mode", choices=["lazy", "proxy", "full"], help="exposure mode (default: mcp_front.mode)")
     front.add_argument("--tool-set", help="only this tool set's tools")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
 
 
 def _add_listen_options(parser: argparse.ArgumentParser) -> None:

@@ -144,7 +144,9 @@ async def search(config: Config, args: argparse.Namespace) -> int:
         manager, semantic = gateway.mcp, gateway.semantic
         try:
             entries = select_mcp_tools(manager.catalog, config, args.tool_set)
-            await asyncio.to_thread(semantic.ensure_now, entries)
+            enriched = [gateway.enrichments.find(entry) for entry in entries] if gateway.enrichments else []
+            texts = [found.text for found in enriched if found is not None]  # their vectors too
+            await asyncio.to_thread(semantic.ensure_now, entries, texts)
             discovery = model_discovery(manager.catalog, config, args.tool_set, gateway.discovery)
             every = every_discovery(
                 manager.catalog, config, args.tool_set, DiscoveryCache(semantic=semantic, everything=True)

@@ -41,6 +41,9 @@ class SemanticConfig(Strict):
     )
     sentence_weight: float = Field(0.3, ge=0, le=1, description="share of a task's best-matching sentence alone")
     server_meaning_lift: float = Field(0.01, ge=0, le=1, description="lift per std. dev. of a server's nearness")
+    enrichment_weight: float = Field(
+        0.75, ge=0, le=1, description="share of an enriched tool's similarity taken from its enrichment's vector"
+    )
     query_tokens_per_request: int = Field(
         1024, ge=0, le=1_000_000, description="query tokens one request may have encoded; past them, keywords alone"
     )
@@ -53,6 +56,21 @@ class SemanticConfig(Strict):
         if self.long_query_words <= self.short_query_words:
             raise ValueError("long_query_words must be larger than short_query_words")
         return self
+
+
+class EnrichConfig(Strict):
+    """Enrichment by a configured model (`toolsift enrich`; with this section, also in the background after the
+    gateway starts): per deferred tool, a one-line purpose and a few search phrasings, cached on disk."""
+
+    model: str = Field(description="the model alias (in `models`) that writes each deferred tool's enrichment")
+    batch_size: int = Field(15, ge=1, le=50, description="tools asked about in one upstream call")
+    max_tokens: int | None = Field(
+        None, ge=1, description="tokens (prompts and answers) one run may spend; it stops when they are reached"
+    )
+    cache_dir: str | None = Field(None, description="where enrichments are cached (default: toolsift's home)")
+    background: StrictBool = Field(
+        True, description="enrich after start-up and after catalog changes; false: only read what `enrich` cached"
+    )
 
 
 class AutoDeferConfig(Strict):
@@ -97,6 +115,7 @@ class ToolDiscoveryConfig(Strict):
     )
     semantic: SemanticConfig = Field(default_factory=lambda: SemanticConfig())
     learning: LearningConfig = Field(default_factory=lambda: LearningConfig())
+    enrich: EnrichConfig | None = None
     auto_defer_client_tools: AutoDeferConfig | None = None
 
     @field_validator("learning", mode="before")

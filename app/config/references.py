@@ -1,5 +1,5 @@
-"""Checks that span sections: a model's provider, a fallback alias, a tool set's or hint's server, an identity's
-tool set, `"*"` origins.
+"""Checks that span sections: a model's provider, a fallback alias, the enriching model, a tool set's or hint's
+server, an identity's tool set, `"*"` origins.
 
 They read plain decoded JSON, so they run on a document whose other sections are still wrong: every problem of a
 config is reported in one pass, a misspelt provider beside a misspelt key, never one after the other is fixed.
@@ -36,6 +36,9 @@ def reference_problems(doc: dict[str, Any]) -> list[str]:
         provider = model.get("provider")
         if isinstance(provider, str) and provider not in providers:
             problems.append(f"models.{alias}.provider: {provider!r} is not one of providers {_names(providers)}")
+    enrich = _section(_section(doc.get("tool_discovery")).get("enrich"))
+    if isinstance(enrich.get("model"), str) and enrich["model"] not in models and not default:
+        problems.append(f"tool_discovery.enrich.model: {enrich['model']!r} is not one of models {_names(models)}")
     for set_name, tool_set in _section(doc.get("tool_sets")).items():
         selected = tool_set.get("servers") if isinstance(tool_set, dict) else None
         for server in _keys(selected):

@@ -12,10 +12,11 @@ import json
 import sys
 import threading
 from collections import ChainMap, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from app.core.catalog import Catalog, ToolEntry, ToolScope
 from app.core.model import Native
+from app.discovery.enrichment import Enrichments
 from app.discovery.index import CLIENT_INDEX_CHARS, CLIENT_STEM_BUDGET, stem_budget
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup
 from app.discovery.search import Discovery
@@ -36,10 +37,13 @@ class DiscoveryCache:
         semantic: SemanticSearch | None = None,
         everything: bool = False,
         client_cache_bytes: int = CLIENT_CACHE_BYTES,
+        enrichments: Enrichments | None = None,
     ) -> None:
+        """`enrichments`: what the configured model wrote of the tools (`toolsift enrich`), indexed with them."""
         self.manifest_max_tokens = manifest_max_tokens
         self.semantic = semantic
         self.everything = everything
+        self.enrichments = enrichments
         self._lock = threading.Lock()
         self._versions: dict[int, dict[ToolScope, Discovery | None]] = {}
         self.clients = ClientDiscoveries(client_cache_bytes)
@@ -55,13 +59,7 @@ class DiscoveryCache:
             built = self._versions.get(catalog.version, {})
             if tool_set in built:
                 return built[tool_set]
-        searchable = [entry for entry in mcp if entry.deferred or self.everything]
-        loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
-        discovery = (
-            Discovery.build(mcp_groups(catalog, searchable, loaded), self.manifest_max_tokens, semantic=self.semantic)
-            if searchable
-            else None
-        )
+        discovery = self._build(catalog, mcp)
         with self._lock:
             built = self._versions.setdefault(catalog.version, {})
             discovery = built.setdefault(tool_set, discovery)
@@ -69,11 +67,34 @@ class DiscoveryCache:
                 del self._versions[old]
         return discovery
 
+    def rebuild(self, catalog: Catalog, select: Callable[[ToolScope], list[ToolEntry]]) -> None:
+        """Build again every tool set's discovery of `catalog` built so far (blocking: the worker pool), for the
+        enrichments added since; requests keep the discovery they have and get the new one next time.
+        `select(tool_set)` is the tool set's MCP tools."""
+        with self._lock:
+            tool_sets = list(self._versions.get(catalog.version, {}))
+        for tool_set in tool_sets:
+            discovery = self._build(catalog, select(tool_set))
+            with self._lock:
+                if tool_set in self._versions.get(catalog.version, {}):
+                    self._versions[catalog.version][tool_set] = discovery
+
+    def _build(self, catalog: Catalog, mcp: list[ToolEntry]) -> Discovery | None:
+        searchable = [entry for entry in mcp if entry.deferred or self.everything]
+        if not searchable:
+            return None
+        loaded = [entry for entry in mcp if not (entry.deferred or self.everything)]
+        groups = mcp_groups(catalog, searchable, loaded)
+        return Discovery.build(groups, self.manifest_max_tokens, semantic=self.semantic, enrichments=self.enrichments)
+
     def with_client_tools(
         self, catalog: Catalog, tool_set: ToolScope, base: Discovery | None, group: ManifestGroup
     ) -> Discovery:
         """`base` plus a request's deferred tools, indexed once per distinct list of them."""
-        key = (catalog.version, tool_set, group.label, group.summary, _digest(group.tools))
+        # The base's index stands for its build: a rebuild for enrichments makes a new one (the cached discovery
+        # holds the index it was made over, so its id names no other while the entry lives).
+        base_id = id(base.index) if base is not None else 0
+        key = (catalog.version, base_id, tool_set, group.label, group.summary, _digest(group.tools))
         found = self.clients.get(key)
         if found is None:
             with stem_budget(CLIENT_STEM_BUDGET):
@@ -153,7 +174,7 @@ def _own_tables(discovery: Discovery, seen: set[int]) -> int:
     return total + json_bytes([discovery.manifest, discovery.definition], seen)
 
 
-Key = tuple[int, ToolScope, str, str, bytes]
+Key = tuple[int, int, ToolScope, str, str, bytes]
 
 
 class ClientDiscoveries:

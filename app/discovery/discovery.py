@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.catalog import ToolEntry
+from app.discovery.enrichment import Enrichments
 from app.discovery.index import ToolIndex
 from app.discovery.manifest import DEFAULT_MAX_TOKENS, ManifestGroup, manifest_text, search_tool_definition
 from app.discovery.merged import MergedIndex, Ranker
@@ -44,14 +45,20 @@ class Discovery:
         semantic: SemanticSearch | None = None,
         params: SearchParams = DEFAULT_PARAMS,
         max_chars: int | None = None,
+        enrichments: Enrichments | None = None,
     ) -> Discovery:
-        """`max_chars` bounds the description text indexed in all (a caller's tools: see ToolIndex)."""
+        """`max_chars` bounds the description text indexed in all (a caller's tools: see ToolIndex);
+        `enrichments` are what the configured model wrote of the tools (`toolsift enrich`)."""
         entries = [entry for group in groups for entry in group.tools]
-        index = ToolIndex(entries, {group.label: group.summary for group in groups}, reference, params, max_chars)
+        summaries = {group.label: group.summary for group in groups}
+        index = ToolIndex(entries, summaries, reference, params, max_chars, enrichments)
         if semantic is not None:
             # The gateway embeds the tools it serves. A client's own tools, chosen by the caller and different
             # in every request, are not: embedding them would let any caller spend the gateway's CPU.
-            semantic.track(entry for entry in entries if entry.server is not None)
+            semantic.track(
+                (entry for entry in entries if entry.server is not None),
+                (found.text for found in index.enriched if found is not None),
+            )
         by_original: dict[str, list[ToolEntry]] = {}
         for entry in entries:
             by_original.setdefault(entry.original_name, []).append(entry)

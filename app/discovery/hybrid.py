@@ -81,6 +81,23 @@ def server_means(entries: Sequence[ToolEntry], matrix: Array) -> ServerMeans:
 
 
 @dataclass(frozen=True)
+class EnrichedVectors:
+    """Per part of an index: the vectors of its tools' enrichments (one row each), and the tool each row is of."""
+
+    rows: Array
+    owner: np.ndarray[Any, np.dtype[np.int64]]
+
+
+def enriched_similarity(found: EnrichedVectors | None, size: int, vector: Array) -> Scores:
+    """Each tool's cosine to `vector` through its enrichment (its best row), NaN for a tool without one."""
+    similarity = np.full(size, -np.inf)
+    if found is not None and len(found.owner):
+        np.maximum.at(similarity, found.owner, (found.rows @ vector).astype(np.float64))
+    similarity[~np.isfinite(similarity)] = np.nan
+    return similarity
+
+
+@dataclass(frozen=True)
 class Scored:
     entry: ToolEntry
     score: float
@@ -98,9 +115,16 @@ def hybrid_rank(
     required: Sequence[str],
     vectors: QueryVectors,
     params: SearchParams,
+    enriched: Sequence[EnrichedVectors | None] = (),
 ) -> Iterator[Scored]:
+    """`enriched`: per part, its tools' enrichment vectors (none: the tools' own vectors alone)."""
+
+    def meaning(vector: Array) -> Scores:
+        return _with_enrichment(parts, enriched, _dense(parts, matrices, vector)[0], vector, params.enrichment_meaning)
+
     lexical = _lexical(parts, text, required)
-    dense, measured = _dense(parts, matrices, vectors.whole)
+    own, measured = _dense(parts, matrices, vectors.whole)
+    dense = _with_enrichment(parts, enriched, own, vectors.whole, params.enrichment_meaning)
     entries = [entry for part in parts for entry in part.entries]
     weak = float(lexical.max(initial=0.0)) <= 0.0
     if weak:
@@ -112,7 +136,7 @@ def hybrid_rank(
         if vectors.sentences and params.sentence_weight > 0:
             best = np.max(
                 [
-                    _fuse(parts, _lexical(parts, sentence, ()), _dense(parts, matrices, vector)[0], sentence, params)
+                    _fuse(parts, _lexical(parts, sentence, ()), meaning(vector), sentence, params)
                     for sentence, vector in vectors.sentences
                 ],
                 axis=0,
@@ -120,7 +144,7 @@ def hybrid_rank(
             fused = (1 - params.sentence_weight) * fused + params.sentence_weight * best
         near = [found.centroids @ vectors.whole if found is not None else None for found in means]
         fused = fused + _server_lift(parts, means, near, params)
-        contrast = _sibling_contrast(parts, means, near, dense, params.contrast(len(text.split())))
+        contrast = _sibling_contrast(parts, means, near, own, params.contrast(len(text.split())))
         fused = _reorder_siblings(parts, means, fused, fused + contrast)
         if required:
             fused[lexical <= 0.0] = -np.inf  # a tool without a required word is out, whatever it means
@@ -149,6 +173,23 @@ def _dense(parts: Sequence[ToolIndex], matrices: Sequence[Array | None], vector:
     if not measured.all():
         dense[~measured] = float(np.median(dense[measured])) if measured.any() else 0.0
     return dense, measured
+
+
+def _with_enrichment(
+    parts: Sequence[ToolIndex], enriched: Sequence[EnrichedVectors | None], dense: Scores, vector: Array, weight: float
+) -> Scores:
+    """`dense` with each enriched tool's similarity moved `weight` of the way to its enrichment's: the words a
+    user searches with, as the configured model wrote them, beside what the tool says of itself. `dense` itself
+    when no tool is enriched."""
+    if weight <= 0 or not any(found is not None for found in enriched):
+        return dense
+    through = np.concatenate(
+        [enriched_similarity(found, len(part.entries), vector) for part, found in zip(parts, enriched, strict=True)]
+    )
+    has = ~np.isnan(through)
+    mixed = dense.copy()
+    mixed[has] = (1 - weight) * dense[has] + weight * through[has]
+    return mixed
 
 
 def _fuse(parts: Sequence[ToolIndex], lexical: Scores, dense: Scores, text: str, params: SearchParams) -> Scores:

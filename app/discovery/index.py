@@ -25,6 +25,8 @@ import numpy as np
 import snowballstemmer
 
 from app.core.catalog import ToolEntry
+from app.discovery.enrichment import Enrichments
+from app.discovery.enrichment_answer import Enrichment
 from app.discovery.params import DEFAULT_PARAMS, SearchParams
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -171,8 +173,11 @@ def shares(lengths: Sequence[int], total: int) -> list[int]:
     return caps
 
 
-def tool_fields(entry: ToolEntry, server_text: str = "", max_chars: int = MAX_FIELD_CHARS) -> dict[str, list[str]]:
-    """A tool's words per field, each field read up to `max_chars` (at most MAX_FIELD_CHARS)."""
+def tool_fields(
+    entry: ToolEntry, server_text: str = "", max_chars: int = MAX_FIELD_CHARS, enrichment: str = ""
+) -> dict[str, list[str]]:
+    """A tool's words per field, each field read up to `max_chars` (at most MAX_FIELD_CHARS); `enrichment` is what
+    the configured model wrote of it (app/discovery/enrichment.py), a field of its own."""
     max_chars = min(max_chars, MAX_FIELD_CHARS)
     properties = entry.parameters.get("properties") or {}
     parameter_text = _parameter_text(properties if isinstance(properties, dict) else {})
@@ -185,6 +190,7 @@ def tool_fields(entry: ToolEntry, server_text: str = "", max_chars: int = MAX_FI
         "parameters": parameter_text,
         "hint": entry.search_hint,
         "server_text": server_text,
+        "enrichment": enrichment,
     }
     other = max(max_chars, MIN_FIELD_CHARS)  # a tool's name and parameters are read even when its share is small
     return {name: tokenize(text[: max_chars if name == "description" else other]) for name, text in fields.items()}
@@ -204,22 +210,9 @@ def _parameter_text(properties: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-FIELD_LABELS = {"server_text": "server description"}
-
-
-def matched_fields(entry: ToolEntry, query: str, server_text: str = "") -> dict[str, list[str]]:
-    """Which words of `query` matched which of a tool's fields, as the index reads both: explains a score."""
-    words = list(dict.fromkeys(query.replace("+", " ").split()))
-    terms = {word: set(tokenize(describe_locations(word))) for word in words}
-    found: dict[str, list[str]] = {}
-    for name, tokens in tool_fields(entry, server_text).items():
-        if name == "description" and not entry.description.strip():
-            continue  # its parameters stand in for it: they are reported as parameters
-        present = set(tokens)
-        hits = [word for word in words if terms[word] & present]
-        if hits:
-            found[FIELD_LABELS.get(name, name)] = hits
-    return found
+# Fields a `+word` filter does not read: the server's text (every tool of it shares it) and what the configured
+# model wrote of the tool (a required word is one the tool itself says).
+_NOT_OWN = frozenset({"server_text", "enrichment"})
 
 
 class ToolIndex:
@@ -232,21 +225,28 @@ class ToolIndex:
         reference: ToolIndex | None = None,
         params: SearchParams = DEFAULT_PARAMS,
         max_chars: int | None = None,
+        enrichments: Enrichments | None = None,
     ) -> None:
         """With a `reference` index, word statistics (document frequencies, field lengths) are taken as if both
         were one collection, so scores from the two can be merged: a few client tools beside thousands. With
-        `max_chars`, the tools' descriptions are read up to that many characters in all (see `shares`)."""
+        `max_chars`, the tools' descriptions are read up to that many characters in all (see `shares`). With
+        `enrichments`, each tool's enrichment is its `enrichment` field (and `enriched` keeps it, for meaning)."""
         self.params = params
         self.entries = list(entries)
         server_text = server_text or {}
+        self.enriched: list[Enrichment | None] = (
+            [enrichments.find(entry) for entry in self.entries] if enrichments is not None else []
+        )
+        extra = [found.text if found is not None else "" for found in self.enriched] or [""] * len(self.entries)
+        self._enrichment = {id(entry): text for entry, text in zip(self.entries, extra, strict=True) if text}
         caps = (
             shares([len(entry.description) for entry in self.entries], max_chars)
             if max_chars is not None
             else [MAX_FIELD_CHARS] * len(self.entries)
         )
         documents = [
-            tool_fields(entry, server_text.get(entry.server or "", ""), cap)
-            for entry, cap in zip(self.entries, caps, strict=True)
+            tool_fields(entry, server_text.get(entry.server or "", ""), cap, text)
+            for entry, cap, text in zip(self.entries, caps, extra, strict=True)
         ]
         average = (
             reference.average
@@ -260,7 +260,7 @@ class ToolIndex:
         # A tool's own words (not its server's text, which every tool of the server shares), for `+word` filters.
         self._own_words: dict[str, set[int]] = {}
         for position, doc in enumerate(documents):
-            for word in {word for name, words in doc.items() if name != "server_text" for word in words}:
+            for word in {word for name, words in doc.items() if name not in _NOT_OWN for word in words}:
                 self._own_words.setdefault(word, set()).add(position)
         weighted: list[dict[str, float]] = []  # per tool: term -> field-weighted, length-normalised frequency
         for doc in documents:
@@ -306,6 +306,10 @@ class ToolIndex:
     def word_count(self) -> int:
         """Distinct index words: what the index's size grows with."""
         return len(self._tools.arrays)
+
+    def enrichment_of(self, entry: ToolEntry) -> str:
+        """The enrichment text this index read for `entry` ("" for none)."""
+        return self._enrichment.get(id(entry), "")
 
     def name_distinctiveness(self, entry: ToolEntry) -> float:
         """How rare the words of a tool's name are here (mean IDF): the manifest shows such names first."""

@@ -23,6 +23,9 @@ def _fields() -> dict[str, Field]:
         "parameters": Field(0.5, 0.75),
         "hint": Field(2.0, 0.5),
         "server_text": Field(0.3, 0.75),
+        # What the configured model wrote of a tool (`toolsift enrich`), weighed as hints are: chosen on the livemcp
+        # tasks (bench/enrichment_proxy.py; 0.5-3 tried, length norm 0.3-0.75 alike). Empty, it adds nothing.
+        "enrichment": Field(2.0, 0.5),
     }
 
 
@@ -57,6 +60,10 @@ class SearchParams:
     # nothing else moved; at 0.15 a call of RapidAPI sub-queries loses.
     sibling_contrast: float = 0.04
     weak_match_floor: float = 0.2  # with no lexical match, tools below this cosine are not offered at all
+    # An enriched tool's similarity: its own vector's, with this share taken from its enrichment's vector instead
+    # (tools without enrichment keep their own, so without any the ranking is what it was). Chosen with the field
+    # weight above: 0.25-1.0 tried; 0.75 best on whole tasks and per capability alike.
+    enrichment_meaning: float = 0.75
 
     def shortness(self, words: int) -> float:
         """1 up to short_query_words words, 0 from long_query_words, linear in between."""

@@ -375,7 +375,8 @@ def _ranked(discovery: Discovery, text: str, required: Sequence[str]) -> Iterato
         matrices = [semantic.matrix(part) for part in parts]
         if any(matrix is not None for matrix in matrices):
             means = [semantic.means(part) for part in parts]
-            return hybrid_rank(parts, matrices, means, text, required, vectors, semantic.params)
+            enriched = [semantic.enriched(part) for part in parts]
+            return hybrid_rank(parts, matrices, means, text, required, vectors, semantic.params, enriched)
     return (Scored(entry, score, score) for entry, score in discovery.index.rank(text, required))
 
 

@@ -34,7 +34,7 @@ from app.discovery.embeddings import (
 )
 from app.discovery.encode_budget import EncodeBudget, query_cost
 from app.discovery.encoder import Array, ModelLoadError
-from app.discovery.hybrid import QueryVectors, ServerMeans, sentences, server_means
+from app.discovery.hybrid import EnrichedVectors, QueryVectors, ServerMeans, sentences, server_means
 from app.discovery.models import find_model
 from app.discovery.params import DEFAULT_PARAMS, MAX_QUERY_CHARS, SearchParams
 
@@ -61,6 +61,7 @@ def fusion_params(settings: SemanticConfig) -> SearchParams:
         lexical_confidence=settings.lexical_confidence,
         sentence_weight=settings.sentence_weight,
         server_meaning_lift=settings.server_meaning_lift,
+        enrichment_meaning=settings.enrichment_weight,
     )
 
 
@@ -111,6 +112,8 @@ class SemanticSearch:
         self._matrices: weakref.WeakKeyDictionary[ToolIndex, Array] = weakref.WeakKeyDictionary()
         self._means: weakref.WeakKeyDictionary[ToolIndex, ServerMeans] = weakref.WeakKeyDictionary()
         self._keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
+        self._enriched: weakref.WeakKeyDictionary[ToolIndex, EnrichedVectors | None] = weakref.WeakKeyDictionary()
+        self._enriched_keys: weakref.WeakKeyDictionary[ToolIndex, list[str]] = weakref.WeakKeyDictionary()
         self._pending: dict[str, str] = {}
         self._announced = False  # "semantic search active" logged
         self._worker: asyncio.Task[None] | None = None
@@ -194,12 +197,12 @@ class SemanticSearch:
         return f"{len(self._pending)} tools still to embed; meaning search starts once they are"
 
     # -- tool vectors -------------------------------------------------------------------------------------
-    def track(self, entries: Iterable[ToolEntry]) -> None:
-        """Make sure these tools get vectors: queued for the background worker, nothing computed here."""
+    def track(self, entries: Iterable[ToolEntry], texts: Iterable[str] = ()) -> None:
+        """Make sure these tools (and these other `texts`: their enrichments) get vectors: queued for the
+        background worker, nothing computed here."""
         if self.state == "off" or self.state == "unavailable":
             return
-        for entry in entries:
-            text = tool_text(entry)
+        for text in [*(tool_text(entry) for entry in entries), *texts]:
             key = self._key(text)
             if key is None or key not in self.cache_vectors:
                 self._pending[text] = text
@@ -269,10 +272,11 @@ class SemanticSearch:
             for text, vector in zip(missing, vectors, strict=True):
                 self.cache.vectors[text_key(self.backend.key, text)] = vector
 
-    def ensure_now(self, entries: Iterable[ToolEntry]) -> None:
-        """Load the backend and embed `entries` right away, then save: for commands that answer once."""
+    def ensure_now(self, entries: Iterable[ToolEntry], texts: Iterable[str] = ()) -> None:
+        """Load the backend and embed `entries` (and these other `texts`: their enrichments) right away, then
+        save: for commands that answer once."""
         if self.load():
-            self.embed_now([tool_text(entry) for entry in entries])
+            self.embed_now([*(tool_text(entry) for entry in entries), *texts])
             if self.cache is not None:
                 self.cache.save()
 
@@ -291,6 +295,25 @@ class SemanticSearch:
         self._means[index] = server_means(index.entries, matrix)
         self._matrices[index] = matrix
         return matrix
+
+    def enriched(self, index: ToolIndex) -> EnrichedVectors | None:
+        """The vectors of the index's tools' enrichments, once every one of them is computed (None until then,
+        and for an index without enrichment: its tools' own vectors rank alone)."""
+        if index in self._enriched or self.backend is None:
+            return self._enriched.get(index)
+        keys = self._enriched_keys.get(index)
+        if keys is None:
+            keys = self._enriched_keys[index] = [
+                text_key(self.backend.key, found.text) for found in index.enriched if found is not None
+            ]
+        vectors = self.cache_vectors
+        if not keys:
+            self._enriched[index] = None
+        elif all(key in vectors for key in keys):
+            owner = [position for position, found in enumerate(index.enriched) if found is not None]
+            rows = np.stack([vectors[key] for key in keys])
+            self._enriched[index] = EnrichedVectors(rows, np.array(owner, dtype=np.int64))
+        return self._enriched.get(index)
 
     def means(self, index: ToolIndex) -> ServerMeans | None:
         """The index's servers' mean tool vectors, once its matrix is complete."""

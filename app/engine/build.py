@@ -35,6 +35,7 @@ def build_gateway(config: Config, mcp_targets: dict[str, Any] | None = None, *, 
 async def running(gateway: Gateway, purpose: Purpose) -> AsyncIterator[Gateway]:
     """`gateway` started for `purpose`, and stopped (MCP sessions closed, clients released) on the way out."""
     if purpose == "inspect":
+        await gateway.load_enrichments()
         await gateway.mcp.start()
     else:
         await gateway.start()

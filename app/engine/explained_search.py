@@ -8,12 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.common.errors import RequestRefused
+from app.core.catalog import ToolEntry
 from app.discovery.hybrid import Scored
-from app.discovery.index import matched_fields
+from app.discovery.index import describe_locations, tokenize, tool_fields
 from app.discovery.learned import LearnedView
 from app.discovery.queries import DEFAULT_MAX_QUERIES, QueryBudget, read_queries
 from app.discovery.search import Discovery, prepare_search, run_search, scored_tools
 from app.discovery.semantic import SemanticSearch
+
+FIELD_LABELS = {"server_text": "server description"}
 
 
 async def explained_search(
@@ -93,7 +96,9 @@ def search_report(
                 "match": round(min(found.lexical / best, 1.0), 4) if best else None,
                 "weak": found.weak,
                 "learned": found.learned,
-                "matched": matched_fields(found.entry, query, summaries.get(found.entry.server or "", "")),
+                "matched": matched_fields(
+                    found.entry, query, summaries.get(found.entry.server or "", ""), _enrichment(discovery, found)
+                ),
             }
             for position, found in enumerate(ranked, 1)
         )
@@ -107,6 +112,11 @@ def search_report(
         "text": outcome.text,
         "loaded": loaded,
     }
+
+
+def _enrichment(discovery: Discovery, found: Scored) -> str:
+    """What the configured model wrote of a found tool, as its index read it ("" for none)."""
+    return next((text for part in discovery.index.parts if (text := part.enrichment_of(found.entry))), "")
 
 
 def _loaded_matches(
@@ -126,3 +136,18 @@ def _hybrid(semantic: SemanticSearch | None, ranked: list[Scored]) -> bool:
     if ranked:
         return any(found.semantic is not None for found in ranked)
     return semantic is not None and semantic.status()["mode"] == "hybrid"
+
+
+def matched_fields(entry: ToolEntry, query: str, server_text: str = "", enrichment: str = "") -> dict[str, list[str]]:
+    """Which words of `query` matched which of a tool's fields, as the index reads both: explains a score."""
+    words = list(dict.fromkeys(query.replace("+", " ").split()))
+    terms = {word: set(tokenize(describe_locations(word))) for word in words}
+    found: dict[str, list[str]] = {}
+    for name, tokens in tool_fields(entry, server_text, enrichment=enrichment).items():
+        if name == "description" and not entry.description.strip():
+            continue  # its parameters stand in for it: they are reported as parameters
+        present = set(tokens)
+        hits = [word for word in words if terms[word] & present]
+        if hits:
+            found[FIELD_LABELS.get(name, name)] = hits
+    return found

@@ -18,7 +18,7 @@ from app.common import redaction, tracing
 from app.common.errors import RequestRefused
 from app.common.identity import Identities
 from app.common.logs import guard_secrets
-from app.common.offload import Lane
+from app.common.offload import Lane, off_loop
 from app.config import Config
 from app.core.catalog import Catalog, ToolScope, select_mcp_tools
 from app.core.model import ChatRequest
@@ -29,6 +29,7 @@ from app.engine.access import check_model, tool_scope
 from app.engine.admission import Admission, Limiter, limits_store
 from app.engine.caller import Caller
 from app.engine.compaction import compacts_itself, summary_request
+from app.engine.enrich_background import BackgroundEnrichment, enrichment_cache
 from app.engine.events import Event, Failed, Finished, Routed
 from app.engine.hosted import hosted_tools
 from app.engine.kept_rounds import RoundKeeper
@@ -73,12 +74,16 @@ class Gateway:
         self.router = Router(config, providers)
         self.semantic = SemanticSearch(config.tool_discovery.semantic, config.base_dir)
         discovery = config.tool_discovery
+        self.enrichments = enrichment_cache(config)  # what the configured model wrote of the tools, if any
         self.discovery = DiscoveryCache(
-            discovery.manifest_max_tokens, self.semantic, client_cache_bytes=discovery.client_index_cache_mb << 20
+            discovery.manifest_max_tokens,
+            self.semantic,
+            client_cache_bytes=discovery.client_index_cache_mb << 20,
+            enrichments=self.enrichments,
         )
-        self.every = DiscoveryCache(
-            semantic=self.semantic, everything=True
-        )  # every tool, deferred or not: the console's
+        # every tool, deferred or not: the console's
+        self.every = DiscoveryCache(semantic=self.semantic, everything=True, enrichments=self.enrichments)
+        self.enricher = self._enricher()
         run_task = config.mcp_front.run_task
         self.tasks = TaskRunner(run_task, self.run, self.mcp) if run_task else None
         # Every store on one Redis shares a client and a circuit breaker: one client per Redis, closed at `stop`.
@@ -94,9 +99,38 @@ class Gateway:
         self.prompt_counts = Lane(1)  # prompts counted for tokens_per_day, one at a time in the worker pool
         self.learning = learning_for(config, self.stores)  # what the deployment's successful calls taught search
 
+    def _enricher(self) -> BackgroundEnrichment | None:
+        settings = self.config.tool_discovery.enrich
+        if settings is None or not settings.background or self.enrichments is None:
+            return None
+        return BackgroundEnrichment(
+            settings,
+            self.enrichments,
+            lambda: self.router.route(settings.model),
+            lambda: [entry for entry in self.mcp.catalog.tools.values() if entry.deferred],
+            self._refresh_discovery,
+            self.config.mcp_limits.rebuild_interval_seconds,
+        )
+
+    async def load_enrichments(self) -> None:
+        """Read the enrichment cache (in a thread), so the first index is built with what it holds."""
+        if self.enrichments is not None:
+            await off_loop(self.enrichments.load)
+
+    async def _refresh_discovery(self) -> None:
+        """Index the current catalog again with the enrichments added since (the worker pool), then have their
+        vectors computed."""
+        catalog = self.mcp.catalog
+        for cache in (self.discovery, self.every):
+            await off_loop(cache.rebuild, catalog, lambda scope: select_mcp_tools(catalog, self.config, scope))
+        self.semantic.track(())
+        if self.freeze_heap:
+            gc.freeze()
+
     async def start(self) -> None:
         tracing.setup()  # traces, when the OTEL_* variables ask for them (once per process)
         await self.semantic.start()  # loads the model in the background; keyword search serves meanwhile
+        await self.load_enrichments()
         self.mcp.preparers.append(self._prepare_discovery)
         self.mcp.listeners.append(self._tools_changed)
         await self.mcp.start()
@@ -116,10 +150,14 @@ class Gateway:
 
     def _tools_changed(self) -> None:
         self.semantic.track(())  # the new tools were queued for embedding in the pool: start the worker
+        if self.enricher is not None:
+            self.enricher.wake()  # no request waits for it
         if self.freeze_heap:
             gc.freeze()
 
     async def stop(self) -> None:
+        if self.enricher is not None:
+            await self.enricher.aclose()
         await self.semantic.aclose()
         await self.mcp.stop()
         await self.router.aclose()

@@ -90,3 +90,18 @@ def test_bundled_config_is_valid_without_any_environment() -> None:
     assert config.providers["openai"].base_url == "https://api.openai.com/v1"
     deferred = [name for name, server in config.mcp_servers.items() if server.defer_loading]
     assert len(config.mcp_servers) >= 3 and len(deferred) >= len(config.mcp_servers) - 1
+
+
+def test_the_enriching_model_must_be_one_the_gateway_routes() -> None:
+    raw = {
+        "providers": {"a": {}},
+        "models": {"m": {"provider": "a", "model": "x"}},
+        "tool_discovery": {"enrich": {"model": "writer", "batch_size": 0}},
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, environ={})
+    assert "tool_discovery.enrich.model: 'writer' is not one of models m" in caught.value.problems
+    assert any(p.startswith("tool_discovery.enrich.batch_size: ") for p in caught.value.problems)
+    routed = parse_config({**raw, "default_provider": "a", "tool_discovery": {"enrich": {"model": "w"}}}, environ={})
+    enrich = routed.tool_discovery.enrich
+    assert enrich is not None and (enrich.batch_size, enrich.max_tokens, enrich.background) == (15, None, True)

@@ -9,9 +9,9 @@ from typing import Any
 from app.config import parse_config
 from app.core.catalog import Catalog, ToolEntry
 from app.discovery.cache import mcp_groups
-from app.discovery.index import matched_fields
 from app.discovery.search import Discovery, rank_tools
 from app.discovery.semantic import tool_text
+from app.engine.explained_search import matched_fields
 from app.mcp.client.catalog_build import build_catalog
 
 
