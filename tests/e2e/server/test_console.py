@@ -186,3 +186,37 @@ def test_cli_falls_back_with_a_note_when_the_gateway_refuses(gateway: str, tmp_p
     note = [line for line in result.stderr.splitlines() if line.startswith("note:")]
     assert len(note) == 1 and "not an admin key" in note[0] and "starting the MCP servers here" in note[0]
     assert result.stdout.startswith("Nothing is deferred"), "answered locally from the (empty) config"
+
+
+def test_what_search_learned_shows_in_the_playground_and_the_cli(
+    gateway: str, scripted: ScriptedUpstream, tmp_path: Path
+) -> None:
+    """A chat that searched and called a tool successfully: the pair shows as "learned from 1 use" beside the tool,
+    in the console's playground and in `toolsift search --explain`."""
+    query = "swap dollars for euros"
+    converted = {"name": "finance__convert_currency", "arguments": {"amount": 100, "from_currency": "USD",
+                                                                   "to_currency": "EUR"}}  # fmt: skip
+    scripted.script(
+        completion(calls=[("search_tools", {"query": query})]),
+        completion(calls=[("call_tool", converted)]),
+        completion("Converted."),
+    )
+    client = OpenAI(base_url=f"{gateway}/v1", api_key=USER, max_retries=0)
+    answer = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": "100 USD in EUR?"}])
+    assert answer.choices[0].message.content == "Converted."
+    with console_page(gateway) as page:
+        from playwright.sync_api import expect
+
+        page.fill("#key", ADMIN)
+        page.click("#key-form button[type=submit]")
+        page.fill("#query", query)
+        page.click("#search-form button[type=submit]")
+        row = page.locator("#search-results tbody tr.result", has_text="finance__convert_currency").first
+        expect(row).to_contain_text("learned from 1 use")
+    result = subprocess.run(
+        [TOOLSIFT, "search", query, "--explain", "--url", gateway, "--admin-key", ADMIN,
+         "--config", str(tmp_path / "absent.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "learned from 1 use" in result.stdout
