@@ -39,6 +39,7 @@ from app.discovery.learned import LearnedIndex, LearnedPair, LearnedView, Learni
 from app.discovery.search import scored_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from bench.common import add_record_options, record, require_data  # noqa: E402
+from bench.enrichment_proxy import DataEnrichments  # noqa: E402
 from bench.retrieval import index_tools  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
@@ -55,8 +56,10 @@ def load_groups(split: str) -> list[dict[str, Any]]:
 class Replay:
     """The catalog indexed once, its phrasings' vectors computed once; each replay learns from scratch."""
 
-    def __init__(self, tools: list[dict[str, Any]], semantic: SemanticSearch | None, texts: list[str]) -> None:
-        self.discovery, ids, _ = index_tools(tools, semantic)
+    def __init__(
+        self, tools: list[dict[str, Any]], semantic: SemanticSearch | None, texts: list[str], enriched: Any = None
+    ) -> None:
+        self.discovery, ids, _ = index_tools(tools, semantic, enrichments=enriched)
         self.ids = {f"{server}__{name}": tool_id for (server, name), tool_id in ids.items()}
         self.names = {tool_id: name for name, tool_id in self.ids.items()}
         self.semantic = semantic
@@ -154,6 +157,7 @@ def main() -> None:
     parser.add_argument("--split", choices=("tuning", "test"), default="test")
     parser.add_argument("--grid", action="store_true", help="search the learning knobs on the split")
     parser.add_argument("--seeds", type=int, default=5, help="replay orders averaged")
+    parser.add_argument("--enrichment", type=Path, help="index the tools with this enrichment (enrichment_dev.json)")
     add_record_options(parser, "learning")
     args = parser.parse_args()
     groups = load_groups(args.split)
@@ -162,9 +166,13 @@ def main() -> None:
     if not semantic.load():
         print(f"note: semantic search unavailable ({semantic.reason}); keywords only", file=sys.stderr)
     texts = [phrasing["text"] for group in groups for phrasing in group["phrasings"]]
-    replay = Replay(tools, semantic if semantic.state == "ready" else None, texts)
+    enriched = None
+    if args.enrichment is not None:
+        enriched = DataEnrichments(tools, json.loads(require_data(args.enrichment).read_text())["tools"])
+    replay = Replay(tools, semantic if semantic.state == "ready" else None, texts, enriched)
     off = measure(replay, groups, args.seeds, None)
     results: dict[str, Any] = {"split": args.split, "groups": len(groups), "seeds": args.seeds, "k": K, "off": off}
+    results["enrichment"] = str(args.enrichment.name) if args.enrichment is not None else None
     if args.grid:
         ranked = grid(replay, groups, args.seeds)
         print(f"{'threshold':>9} {'lift':>5} {'ramp':>5}  {'repeat r@1':>10} {'first r@1':>9} "
@@ -177,7 +185,9 @@ def main() -> None:
     on = measure(replay, groups, args.seeds, LearningParams())
     results["on"] = on
     results["params"] = vars(LearningParams())
-    print(f"\n{args.split} groups: {len(groups)}, orders: {args.seeds}, k={K}, learning {vars(LearningParams())}")
+    enrichment = f", enrichment {args.enrichment.name}" if args.enrichment is not None else ""
+    print(f"\n{args.split} groups: {len(groups)}, orders: {args.seeds}, k={K}{enrichment}, "
+          f"learning {vars(LearningParams())}")  # fmt: skip
     print(table(off, on))
     print(f"\nrepeat-intent recall@1: {off['repeat']['recall@1']:.3f} -> {on['repeat']['recall@1']:.3f}")
     if args.record or not args.no_record:
