@@ -101,6 +101,24 @@ class Replay:
         return rows
 
 
+def nearest_same_need(replay: Replay, groups: list[dict[str, Any]]) -> float | None:
+    """The ceiling of any learning that matches a query to kept ones by the model's vectors: the share of phrasings
+    whose nearest other phrasing (of every group's, all kept) is one of the same need."""
+    texts = [phrasing["text"] for group in groups for phrasing in group["phrasings"]]
+    needs = [group["id"] for group in groups for _ in group["phrasings"]]
+    vectors = [replay.vector(text) for text in texts]
+    if any(vector is None for vector in vectors):
+        return None
+    import numpy as np
+
+    matrix = np.stack(vectors)
+    similar = matrix @ matrix.T
+    np.fill_diagonal(similar, -np.inf)
+    nearest = similar.argmax(axis=1)
+    same = sum(needs[at] == needs[int(other)] for at, other in enumerate(nearest))
+    return round(float(same) / len(texts), 4)
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def mean(selected: list[dict[str, Any]], key: str) -> float:
         return round(statistics.fmean(row[key] for row in selected), 4) if selected else 0.0
@@ -190,6 +208,9 @@ def main() -> None:
           f"learning {vars(LearningParams())}")  # fmt: skip
     print(table(off, on))
     print(f"\nrepeat-intent recall@1: {off['repeat']['recall@1']:.3f} -> {on['repeat']['recall@1']:.3f}")
+    results["nearest_same_need"] = nearest = nearest_same_need(replay, groups)
+    if nearest is not None:
+        print(f"phrasings whose nearest other phrasing (by the model's vectors) is of the same need: {nearest:.3f}")
     if args.record or not args.no_record:
         record(args.out or f"learning-{args.split}", results, argv=sys.argv)
 
