@@ -11,9 +11,12 @@ on, averaged over the orders: recall@1 and recall@5 of the phrasings that are no
 (the need came back in other words: "repeat"), and of the first ones ("first": what other groups' pairs do to a
 need never seen), overall and by style.
 
-    python bench/learning.py [--split tuning|test] [--grid] [--seeds N] [--record]
+    python bench/learning.py [--split tuning|test] [--grid] [--seeds N] [--enrichment FILE] [--enrichment-proxy]
+                             [--record]
 
-`--grid` searches the learning knobs (threshold, lift, ramp) on the split (the tuning one: the defaults in
+`--enrichment FILE` indexes the tools with a hand-written enrichment too; `--enrichment-proxy` adds the
+enrichment's effect on the real-MCP tasks, whole and per capability (bench/enrichment_proxy.py, which measures it
+alone). `--grid` searches the learning knobs (threshold, lift, ramp) on the split (the tuning one: the defaults in
 app/discovery/learned.py were chosen so) and prints the best; without it, the defaults are measured. The held-out
 retrieval tables (bench/retrieval.py) are the check that an empty learning store moves nothing.
 """
@@ -40,6 +43,8 @@ from app.discovery.search import scored_tools  # noqa: E402
 from app.discovery.semantic import SemanticSearch  # noqa: E402
 from bench.common import add_record_options, record, require_data  # noqa: E402
 from bench.enrichment_proxy import DataEnrichments  # noqa: E402
+from bench.enrichment_proxy import lines as enrichment_lines  # noqa: E402
+from bench.enrichment_proxy import report as enrichment_report  # noqa: E402
 from bench.retrieval import index_tools  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
@@ -176,6 +181,11 @@ def main() -> None:
     parser.add_argument("--grid", action="store_true", help="search the learning knobs on the split")
     parser.add_argument("--seeds", type=int, default=5, help="replay orders averaged")
     parser.add_argument("--enrichment", type=Path, help="index the tools with this enrichment (enrichment_dev.json)")
+    parser.add_argument(
+        "--enrichment-proxy", action="store_true",
+        help="also report the hand-written enrichment's effect on the real-MCP tasks, whole and per capability "
+        "(bench/enrichment_proxy.py's report)",
+    )  # fmt: skip
     add_record_options(parser, "learning")
     args = parser.parse_args()
     groups = load_groups(args.split)
@@ -208,6 +218,10 @@ def main() -> None:
           f"learning {vars(LearningParams())}")  # fmt: skip
     print(table(off, on))
     print(f"\nrepeat-intent recall@1: {off['repeat']['recall@1']:.3f} -> {on['repeat']['recall@1']:.3f}")
+    if args.enrichment_proxy:
+        proxy = enrichment_report(replay.semantic)
+        results["enrichment_proxy"] = proxy
+        print("\n" + "\n".join(enrichment_lines(proxy)))
     results["nearest_same_need"] = nearest = nearest_same_need(replay, groups)
     if nearest is not None:
         print(f"phrasings whose nearest other phrasing (by the model's vectors) is of the same need: {nearest:.3f}")
