@@ -148,8 +148,12 @@ class Learning:
 
     async def _index_entries(self) -> dict[str, tuple[int, float]]:
         raw = await self.store.get(INDEX)
-        found = load_json(raw) if raw else {}
-        return {str(name): (int(entry[0]), float(entry[1])) for name, entry in found.items()}
+        try:
+            found = load_json(raw) if raw else {}
+            return {str(name): (int(entry[0]), float(entry[1])) for name, entry in found.items()}
+        except (ValueError, TypeError, AttributeError, IndexError) as exc:  # another version's: start over
+            log.warning("learning: the index of learned pairs could not be read (%s); it starts over", exc)
+            return {}
 
     async def _identities(self) -> list[str]:
         return list(await self._index_entries())

@@ -265,7 +265,7 @@ class ChatLoop:
                     index, name, server = pending.pop(task)
                     text, failed, seconds = task.result()
                     results[index] = text
-                    if self.tools.trail is not None:
+                    if self.tools.trail is not None and self.tools.searchable(name):
                         self.tools.trail.called(name, not failed)
                     yield McpCallFinished(name, server, not failed, seconds, _summary(text))
         finally:

@@ -160,9 +160,10 @@ class McpServing:
                 message = f"Error: invalid arguments for {entry.name} at {where}: {error.message}. Nothing was run."
                 return ToolOutcome(message, is_error=True)
         outcome = await self.run(entry, arguments, client[0])
-        trail = self._trail(client)
-        trail.called(entry.name, not outcome.is_error)  # learned when a search of this client returned it
-        await trail.finish()
+        if entry.deferred:  # learned when a search of this client returned it
+            trail = self._trail(client)
+            trail.called(entry.name, not outcome.is_error)
+            await trail.finish()
         return outcome
 
     def _trail(self, client: Client) -> Trail:
