@@ -4,10 +4,14 @@ the signal: a search's tool called successfully in the same request, or in the s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.config import LearningConfig, parse_config
-from app.core.model import Message, ToolCall
+from app.core.model import ClientTool, Message, ToolCall, ToolSpec
 from app.discovery.manifest import ManifestGroup
 from app.discovery.search import Discovery, scored_tools
+from app.engine.answer import aggregate
+from app.engine.caller import Caller
 from app.engine.learning import Learning, Taught
 from app.engine.learning_trail import Trail
 from app.store import MemoryStore
@@ -128,3 +132,24 @@ async def test_a_chat_that_searched_and_called_an_mcp_tool_successfully_is_learn
         assert [(pair.query, pair.tool, pair.identity) for pair in pairs] == [
             ("create a note", "notes__create_note", "anonymous")
         ]
+
+
+async def test_a_deferred_client_tool_is_learned_when_the_next_request_carries_its_result() -> None:
+    currency = ClientTool(ToolSpec("convert_money", "Convert an amount of money between currencies.", {}), True)
+    caller = Caller(session_id="conversation-7")
+    async with started_engine(make_config()) as (gateway, provider):
+        provider.script += [calls(("search_tools", {"query": "convert money"})), calls(("convert_money", {"x": 5}))]
+        first = replace(ask("5 USD in EUR?"), tools=[currency])
+        ended = await aggregate(gateway.run(first, caller))  # ends on the client's call
+        assert [call.name for call in ended.tool_calls] == ["convert_money"]
+        assert await gateway.learning.listed() == []
+        sent = ended.tool_calls[0]
+        provider.script += [said("About 4.6 EUR.")]
+        history = [
+            *first.messages,
+            Message("assistant", None, [sent]),
+            Message("tool", "4.60 EUR", tool_call_id=sent.id),
+        ]
+        assert await answer_text(gateway, replace(first, messages=history), caller) == "About 4.6 EUR."
+        learned = [(pair.query, pair.tool) for pair in await gateway.learning.listed()]
+        assert learned == [("convert money", "convert_money")]
