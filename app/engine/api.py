@@ -191,7 +191,12 @@ class Engine:
         return self._gateway.mcp.health()
 
     def search_status(self) -> dict[str, Any]:
-        return self._gateway.semantic.status()
+        """Search by meaning's state, what search learned, and the enrichment's runs (when configured)."""
+        gateway = self._gateway
+        status: dict[str, Any] = {**gateway.semantic.status(), "learning": gateway.learning.status()}
+        if gateway.enricher is not None:
+            status["enrichment"] = gateway.enricher.status()
+        return status
 
     @property
     def metrics_registry(self) -> CollectorRegistry:

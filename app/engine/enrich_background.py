@@ -64,6 +64,10 @@ class Paced:
                 log.exception("enrichment: background work failed")
             self._spacing = self.spacing * (time.monotonic() - started)
 
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     async def settled(self) -> None:
         while self._task is not None and not self._task.done():
             await asyncio.shield(self._task)
@@ -113,6 +117,16 @@ class BackgroundEnrichment:
             "enrichment: %d tools enriched, %d skipped, %s tokens spent since start-up",
             self.outcome.enriched - before, len(self.outcome.skipped), f"{self.outcome.tokens:,}",
         )  # fmt: skip
+
+    def status(self) -> dict[str, object]:
+        """For /healthz: the model, whether a run is going on, and what the runs since start-up did."""
+        outcome = self.outcome
+        found: dict[str, object] = {"model": self.settings.model, "running": self.running.busy,
+                                    "cached": len(self.cache), "enriched": outcome.enriched,
+                                    "skipped": len(outcome.skipped), "tokens": outcome.tokens}  # fmt: skip
+        if outcome.stopped:
+            found["stopped"] = outcome.stopped
+        return found
 
     async def settled(self) -> None:
         """Until the runs and rebuilds asked for so far are done (tests, benches)."""

@@ -75,6 +75,10 @@ class Learning:
     def enabled(self) -> bool:
         return self.config.enabled
 
+    def status(self) -> dict[str, object]:
+        """For /healthz: on or off, and the pairs and identities this process last read."""
+        return {"enabled": self.enabled, "pairs": len(self._index), "identities": len(self._loaded)}
+
     async def view(self, caller: str) -> LearnedView | None:
         """What `caller`'s next search reads: the pairs as of the store's current version (reloaded when another
         process, or this one, wrote since); None with learning off or nothing learned."""

@@ -79,6 +79,8 @@ def test_the_gateway_enriches_in_the_background_and_search_uses_it(tmp_path: Pat
             assert reply.status_code == 200, reply.text
             found = upstream.requests[1]["messages"][-1]["content"]
             assert found.splitlines()[0] == "Found 1 tool: finance__compound_interest.", found
+            enrichment = httpx.get(f"{base}/healthz", timeout=5).json()["search"]["enrichment"]
+            assert enrichment["model"] == "writer" and enrichment["enriched"] == 7 and enrichment["skipped"] == 0
         upstream.script()
         with serving(path, tmp_path / "home") as base:  # a restart
             assert first_found(base) == "finance__compound_interest"

@@ -121,6 +121,8 @@ def test_a_need_learned_on_one_replica_ranks_its_tool_first_on_the_other_until_c
     assert "Design review" in called and not called.startswith("Error"), "the call succeeded"
 
     assert _searched_first(b, scripted, "reserve a conference room", stream) == TOOL
+    learning = httpx.get(f"{b.base}/healthz", timeout=5).json()["search"]["learning"]
+    assert learning == {"enabled": True, "pairs": 1, "identities": 1}, "what replica B read of the store"
     listed = _admin(a, "GET", tool=TOOL)
     assert [(pair["query"], pair["uses"]) for pair in listed["pairs"]] == [("book a meeting room", 1)]
     asked = {"query": "reserve a conference room", "identity": listed["pairs"][0]["identity"]}
