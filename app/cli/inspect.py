@@ -20,6 +20,7 @@ from app.cli import render
 from app.cli.render import table
 from app.common import tokens
 from app.common.errors import RequestRefused
+from app.common.identity import ANONYMOUS
 from app.config import Config, config_warnings
 from app.core.catalog import select_mcp_tools
 from app.discovery.cache import DiscoveryCache
@@ -151,6 +152,7 @@ async def search(config: Config, args: argparse.Namespace) -> int:
             every = every_discovery(
                 manager.catalog, config, args.tool_set, DiscoveryCache(semantic=semantic, everything=True)
             )
+            learned = await gateway.learning.view(ANONYMOUS.id)  # what the store's learned pairs lift
         except RequestRefused as exc:
             print(f"toolsift: {exc.message}", file=sys.stderr)
             return 2
@@ -159,7 +161,7 @@ async def search(config: Config, args: argparse.Namespace) -> int:
     limit = args.k or config.tool_discovery.max_search_results
     try:
         report = await explained_search(
-            discovery, every, args.queries, args.server, limit, config.max_queries_per_search
+            discovery, every, args.queries, args.server, limit, config.max_queries_per_search, learned
         )
     except RequestRefused as exc:
         print(f"toolsift: {exc.message}", file=sys.stderr)

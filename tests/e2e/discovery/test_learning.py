@@ -7,6 +7,7 @@ admin API lists and clears the pair, and then it ranks below first again, as bef
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ KEY, ADMIN = "key-team-learning", "admin-learning"
 TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 TOOL = "calendar__create_event"
 BOOKED = {"calendar": "work", "title": "Design review", "start": "2026-12-01T10:00:00"}
+CONFIG: dict[str, Path] = {}
 
 
 class Replica:
@@ -47,7 +49,7 @@ def replicas(
         "auth": {"api_keys": [KEY], "admin_keys": [ADMIN]},
         "store": {"redis_url": redis_url},
     }  # fmt: skip
-    path = tmp_path_factory.mktemp("learning") / "config.json"
+    path = CONFIG["path"] = tmp_path_factory.mktemp("learning") / "config.json"
     path.write_text(json.dumps(config))
     started = []
     for _ in range(2):
@@ -159,3 +161,22 @@ def test_a_failed_call_teaches_nothing(replicas: tuple[Replica, Replica], script
     )
     assert _chat(a, chat_body("book a meeting room")).status_code == 200
     assert _admin(a, "GET")["pairs"] == []
+
+
+def test_toolsift_search_without_a_gateway_reads_what_the_store_learned(
+    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream, tmp_path: Path
+) -> None:
+    a, _ = replicas
+    _admin(a, "DELETE")
+    scripted.script(
+        completion(calls=[("search_tools", {"query": "book a meeting room"})]),
+        completion(calls=[(TOOL, BOOKED)]),
+        completion("Booked."),
+    )
+    assert _chat(a, chat_body("book a meeting room")).status_code == 200
+    alone = {**os.environ, "TOOLSIFT_HOME": str(tmp_path)}  # no note of the running replicas: it ranks by itself
+    command = [TOOLSIFT, "search", "book a meeting room", "--explain", "--config", str(CONFIG["path"])]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180, env=alone)
+    assert result.returncode == 0, result.stderr
+    assert "answered by the gateway" not in result.stderr
+    assert "learned from 1 use" in result.stdout
