@@ -206,7 +206,7 @@ class Gateway:
             tools = await self.request_tools(request, session, scope, deferral, search_output)
             tools.load(spliced.found)
             tools.trail = trail = Trail(self.learning, caller.identity.id, session.id if session else None)
-            await trail.client_results(request.messages, tools.searchable)
+            trail.client_results(request.messages, tools.searchable)
             loop = ChatLoop(
                 route,
                 tools,

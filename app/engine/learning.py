@@ -45,6 +45,11 @@ def learning_for(config: Config, stores: Stores) -> Learning:
     return Learning(store, settings)
 
 
+def kept_query(query: str) -> str:
+    """A query as the store keeps it, in a pair or waiting for its call: redacted and cut."""
+    return redact(query)[:MAX_QUERY_CHARS]
+
+
 def params_of(config: LearningConfig) -> LearningParams:
     return LearningParams(config.threshold, config.max_lift, config.ramp, config.half_life_days, config.quorum)
 
@@ -125,7 +130,7 @@ class Learning:
         now = self.clock()
         pairs = remembered(await self._pairs(identity), now, self.params)
         for each in taught:
-            query = redact(each.query)[:MAX_QUERY_CHARS]
+            query = kept_query(each.query)
             vector = _unit(each.vector)
             same = next((at for at, pair in enumerate(pairs) if _same(pair, each.tool, query, vector)), None)
             if same is not None:

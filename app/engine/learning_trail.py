@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from app.common.redaction import redact
 from app.core.model import Message
 from app.discovery.encoder import Array
 from app.discovery.learned import LearnedView
-from app.engine.learning import MAX_QUERY_CHARS, Learning, Taught, decode_vector, encode_vector
+from app.engine.learning import Learning, Taught, decode_vector, encode_vector, kept_query
 from app.store import Key, StoreUnavailable, dump_json, load_json, unavailable_level
 
 log = logging.getLogger("toolsift.learning")
@@ -60,7 +59,7 @@ class Trail:
         if ok and self.enabled and tool not in self.succeeded:
             self.succeeded.append(tool)
 
-    async def client_results(self, messages: list[Message], searchable: Callable[[str], bool]) -> None:
+    def client_results(self, messages: list[Message], searchable: Callable[[str], bool]) -> None:
         """The client's results for the calls of the last assistant turn: a searchable tool's that is not an
         error succeeded (the pending search is read only when there is one)."""
         if not self.enabled:
@@ -72,7 +71,7 @@ class Trail:
         for message in messages[last + 1 :]:
             name = names.get(message.tool_call_id or "")
             if message.role == "tool" and name is not None:
-                self.called(name, not message.text().lstrip().lower().startswith("error"))
+                self.called(name, not _reads_as_error(message))
 
     async def finish(self) -> None:
         """Learn what succeeded, and keep what was found but not yet called for the caller's next request."""
@@ -90,9 +89,7 @@ class Trail:
             pending.update({tool: source for tool, source in self.found.items() if tool not in self.succeeded})
             if pending:
                 latest = list(pending.items())[-MAX_PENDING:]
-                rows = {
-                    tool: [redact(query)[:MAX_QUERY_CHARS], encode_vector(vector)] for tool, (query, vector) in latest
-                }
+                rows = {tool: [kept_query(query), encode_vector(vector)] for tool, (query, vector) in latest}
                 await self.learning.store.put(self.key, dump_json(rows), ttl=PENDING_TTL)
             elif before:
                 await self.learning.store.delete(self.key)
@@ -108,3 +105,16 @@ class Trail:
             return {str(tool): (str(query), decode_vector(vector)) for tool, (query, vector) in load_json(raw).items()}
         except (ValueError, TypeError, AttributeError):
             return {}
+
+
+def _reads_as_error(message: Message, enough: int = 256) -> bool:
+    """Whether a tool result's text starts with "Error", read only as far as that takes (a result can be
+    megabytes): its text parts joined as `Message.text` joins them, up to `enough` characters past the blanks."""
+    content = message.content
+    texts = [content] if isinstance(content, str) else (part.text for part in content or () if part.kind == "text")
+    start = ""
+    for text in texts:
+        start = f"{start} {text[:enough]}" if start else text[:enough]
+        if len(start.lstrip()) >= enough:
+            break
+    return start.lstrip().lower().startswith("error")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.fronts.routing import GET
 from app.server.admin import WRITES, AdminApi, AdminView
 from app.server.endpoints import Endpoints
 from app.server.mounting import Mounted
@@ -33,8 +34,6 @@ Handler = Callable[[Endpoints, Request], Awaitable[Response]]
 # operator's view: an admin key opens it beside the gateway keys, as a scraper holds one). A front's routes are
 # "key".
 Access = Literal["key", "open", "operator", "key_or_operator"]
-
-GET = ("GET",)
 
 
 @dataclass(frozen=True)

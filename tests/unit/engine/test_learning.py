@@ -107,7 +107,7 @@ async def test_a_client_tools_result_in_the_next_request_teaches_what_the_search
         Message("assistant", None, [call]),
         Message("tool", "42 EUR", tool_call_id="call_1"),
     ]
-    await following.client_results(history, lambda name: name == "convert_currency")
+    following.client_results(history, lambda name: name == "convert_currency")
     await following.finish()
     assert [(pair.query, pair.tool) for pair in await learning.listed()] == [("convert some money", "convert_currency")]
     failed = Trail(learning, "alice", "conversation-1")
@@ -115,7 +115,7 @@ async def test_a_client_tools_result_in_the_next_request_teaches_what_the_search
     await failed.finish()
     after_error = Trail(learning, "alice", "conversation-1")
     errored = [*history[:2], Message("tool", "Error: no such currency", tool_call_id="call_1")]
-    await after_error.client_results(errored, lambda name: True)
+    after_error.client_results(errored, lambda name: True)
     await after_error.finish()
     assert (await learning.listed())[0].uses == 1, "an error result teaches nothing"
 
