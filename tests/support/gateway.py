@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -140,15 +140,17 @@ def demo_config_file(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def served_gateway(config_path: Path, port: int, command: str = "serve") -> Iterator[str]:
-    """`toolsift serve` (or `command`) on `config_path` in its own process, as a user runs it; yields its base URL
-    once up."""
+def served_gateway(
+    config_path: Path, port: int, command: str = "serve", env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """`toolsift serve` (or `command`) on `config_path` in its own process, as a user runs it, with `env` (by default
+    this process's environment); yields its base URL once up."""
     toolsift = str(Path(sys.executable).parent / "toolsift")
     process = subprocess.Popen(
         [toolsift, command, "--config", str(config_path), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
+        env=dict(env) if env is not None else os.environ.copy(),
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

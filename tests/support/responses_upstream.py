@@ -12,11 +12,13 @@ is `error` then `response.failed`. Every event has its `sequence_number`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
 import threading
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -259,3 +261,21 @@ def scripted_responses(router: respx.MockRouter) -> tuple[list[dict[str, Any]], 
 
 RESPONSES_PROVIDER = {"type": "openai_responses", "base_url": RESPONSES_UPSTREAM, "api_key": "sk-resp-test",
                       "max_retries": 0}  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def codex_gateway(gateway_factory: Any) -> AsyncIterator[tuple[Any, list[dict[str, Any]], list[Any]]]:
+    """A gateway whose model `codex` is a Responses upstream scripted in memory: yields (its client, the bodies
+    the upstream got, the replies to push)."""
+    from app.config import parse_config
+    from tests.support.upstream import mock_upstreams
+
+    config = parse_config(
+        {"providers": {"resp": RESPONSES_PROVIDER}, "models": {"codex": {"provider": "resp", "model": "gpt-5-codex"}},
+         "tool_discovery": {"semantic": {"enabled": False}}},
+        environ={},
+    )  # fmt: skip
+    with mock_upstreams() as router:
+        sent, replies = scripted_responses(router)
+        client, _ = await gateway_factory(config, targets={})
+        yield client, sent, replies

@@ -4,43 +4,23 @@ holds once the answers arrive; a restart asks nothing again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.support import ROOT, ScriptedUpstream, completion, example_server, free_port
+from tests.support import ScriptedUpstream, completion, example_server, free_port, served_gateway
 from tests.support.enrich import NEST_EGG, finance_written
 
 
-@contextmanager
-def serving(config: Path, home: Path) -> Iterator[str]:
-    """`toolsift serve` of this checkout on `config`, with its own toolsift home; yields its base URL once up."""
-    port = free_port()
-    env = {**os.environ, "TOOLSIFT_HOME": str(home)}
-    command = [sys.executable, "-m", "app.cli", "serve", "--config", str(config), "--port", str(port)]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        until(lambda: _up(base), "the gateway did not start")
-        yield base
-    finally:
-        process.terminate()
-        process.wait(15)
-
-
-def _up(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+def serving(config: Path, home: Path) -> contextlib.AbstractContextManager[str]:
+    """`toolsift serve` on `config`, with its own toolsift home; yields its base URL once up."""
+    return served_gateway(config, free_port(), env={**os.environ, "TOOLSIFT_HOME": str(home)})
 
 
 def until(condition: Callable[[], bool], failure: str, seconds: float = 60) -> None:

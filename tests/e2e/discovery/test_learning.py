@@ -6,6 +6,7 @@ admin API lists and clears the pair, and then it ranks below first again, as bef
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, free_port
+from tests.support import SERVERS, ScriptedUpstream, chat_body, completion, free_port, served_gateway
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
 
@@ -29,17 +30,11 @@ TOOLSIFT = str(Path(sys.executable).parent / "toolsift")
 TOOL = "calendar__create_event"
 BOOKED = {"calendar": "work", "title": "Design review", "start": "2026-12-01T10:00:00"}
 CONFIG: dict[str, Path] = {}
-
-
-class Replica:
-    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
-        self.process, self.base = process, f"http://127.0.0.1:{port}"
+Pair = tuple[str, str]  # two replicas' base URLs
 
 
 @pytest.fixture(scope="module")
-def replicas(
-    redis_url: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Replica, Replica]]:
+def replicas(redis_url: str, scripted: ScriptedUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     provider = {"base_url": scripted.base_url, "api_key": "sk-test", "max_retries": 0, "deferral": "tools"}
     config = {
         "providers": {"up": provider, "via_call": {**provider, "deferral": "call_tool"}},
@@ -51,28 +46,19 @@ def replicas(
     }  # fmt: skip
     path = CONFIG["path"] = tmp_path_factory.mktemp("learning") / "config.json"
     path.write_text(json.dumps(config))
-    started = []
-    for _ in range(2):
-        port = free_port()
-        command = [TOOLSIFT, "serve", "--config", str(path), "--port", str(port), "--log-level", "warning"]
-        started.append(Replica(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port))
-    try:
-        for replica in started:
-            _wait_ready(replica)
-        yield started[0], started[1]
-    finally:
-        for replica in started:
-            replica.process.terminate()
-            replica.process.wait(30)
+    with contextlib.ExitStack() as stack:
+        a, b = (stack.enter_context(served_gateway(path, free_port())) for _ in range(2))
+        for base in (a, b):
+            _wait_ready(base)
+        yield a, b
 
 
-def _wait_ready(replica: Replica) -> None:
+def _wait_ready(base: str) -> None:
     """Ready once its tools are embedded: search by meaning, as a balancer waits for it."""
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        assert replica.process.poll() is None, "the replica exited"
         try:
-            if httpx.get(f"{replica.base}/readyz", timeout=2).status_code == 200:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -80,12 +66,12 @@ def _wait_ready(replica: Replica) -> None:
     raise AssertionError("the replica did not become ready")
 
 
-def _chat(replica: Replica, body: dict[str, Any]) -> httpx.Response:
+def _chat(replica: str, body: dict[str, Any]) -> httpx.Response:
     headers = {"Authorization": f"Bearer {KEY}"}
-    return httpx.post(f"{replica.base}/v1/chat/completions", json=body, headers=headers, timeout=120)
+    return httpx.post(f"{replica}/v1/chat/completions", json=body, headers=headers, timeout=120)
 
 
-def _searched_first(replica: Replica, scripted: ScriptedUpstream, query: str, stream: bool) -> str:
+def _searched_first(replica: str, scripted: ScriptedUpstream, query: str, stream: bool) -> str:
     """The first tool a model's `search_tools(query)` got back, in a chat through `replica`."""
     scripted.script(completion(calls=[("search_tools", {"query": query})]), completion("Here is what I found."))
     answered = _chat(replica, chat_body("reserve a room for friday", stream=stream))
@@ -96,9 +82,9 @@ def _searched_first(replica: Replica, scripted: ScriptedUpstream, query: str, st
     return found.group(0)
 
 
-def _admin(replica: Replica, method: str, **params: str) -> dict[str, Any]:
+def _admin(replica: str, method: str, **params: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {ADMIN}"}
-    answered = httpx.request(method, f"{replica.base}/admin/learning", params=params, headers=headers, timeout=30)
+    answered = httpx.request(method, f"{replica}/admin/learning", params=params, headers=headers, timeout=30)
     assert answered.status_code == 200, answered.text
     body: dict[str, Any] = answered.json()
     return body
@@ -106,7 +92,7 @@ def _admin(replica: Replica, method: str, **params: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_need_learned_on_one_replica_ranks_its_tool_first_on_the_other_until_cleared(
-    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream, stream: bool
+    replicas: Pair, scripted: ScriptedUpstream, stream: bool
 ) -> None:
     a, b = replicas
     _admin(a, "DELETE")
@@ -123,22 +109,20 @@ def test_a_need_learned_on_one_replica_ranks_its_tool_first_on_the_other_until_c
     assert "Design review" in called and not called.startswith("Error"), "the call succeeded"
 
     assert _searched_first(b, scripted, "reserve a conference room", stream) == TOOL
-    learning = httpx.get(f"{b.base}/healthz", timeout=5).json()["search"]["learning"]
+    learning = httpx.get(f"{b}/healthz", timeout=5).json()["search"]["learning"]
     assert learning == {"enabled": True, "pairs": 1, "identities": 1}, "what replica B read of the store"
     listed = _admin(a, "GET", tool=TOOL)
     assert [(pair["query"], pair["uses"]) for pair in listed["pairs"]] == [("book a meeting room", 1)]
     asked = {"query": "reserve a conference room", "identity": listed["pairs"][0]["identity"]}
     headers = {"Authorization": f"Bearer {ADMIN}"}
-    explained = httpx.get(f"{b.base}/admin/search", params=asked, headers=headers, timeout=30).json()
+    explained = httpx.get(f"{b}/admin/search", params=asked, headers=headers, timeout=30).json()
     assert explained["results"][0]["name"] == TOOL and explained["results"][0]["learned"] == 1
 
     assert _admin(a, "DELETE", tool=TOOL)["cleared"] == 1
     assert _searched_first(b, scripted, "reserve a conference room", stream) != TOOL, "forgotten on every replica"
 
 
-def test_a_call_made_through_call_tool_counts_like_a_direct_call(
-    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream
-) -> None:
+def test_a_call_made_through_call_tool_counts_like_a_direct_call(replicas: Pair, scripted: ScriptedUpstream) -> None:
     a, b = replicas
     _admin(a, "DELETE")
     scripted.script(
@@ -151,7 +135,7 @@ def test_a_call_made_through_call_tool_counts_like_a_direct_call(
     assert _admin(b, "GET", identity="nobody")["pairs"] == []
 
 
-def test_a_failed_call_teaches_nothing(replicas: tuple[Replica, Replica], scripted: ScriptedUpstream) -> None:
+def test_a_failed_call_teaches_nothing(replicas: Pair, scripted: ScriptedUpstream) -> None:
     a, _ = replicas
     _admin(a, "DELETE")
     scripted.script(
@@ -164,7 +148,7 @@ def test_a_failed_call_teaches_nothing(replicas: tuple[Replica, Replica], script
 
 
 def test_toolsift_search_without_a_gateway_reads_what_the_store_learned(
-    replicas: tuple[Replica, Replica], scripted: ScriptedUpstream, tmp_path: Path
+    replicas: Pair, scripted: ScriptedUpstream, tmp_path: Path
 ) -> None:
     a, _ = replicas
     _admin(a, "DELETE")

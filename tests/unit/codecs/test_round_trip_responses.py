@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.config import parse_config
-from tests.support.responses_upstream import RESPONSES_PROVIDER, scripted_responses
+from tests.support.responses_upstream import codex_gateway
 from tests.support.round_trip import corpus, sse_data
-from tests.support.upstream import mock_upstreams
 
 ANSWERS = corpus("responses", "answer")
 LOOKUP = {"type": "function", "name": "lookup_order", "parameters": {"type": "object", "properties": {}}}
@@ -26,14 +24,7 @@ ASK = {"model": "codex", "input": "order 7?", "tools": [LOOKUP], "include": ["re
 
 @pytest.fixture
 async def gateway(gateway_factory: Any) -> Any:
-    config = parse_config(
-        {"providers": {"resp": RESPONSES_PROVIDER}, "models": {"codex": {"provider": "resp", "model": "gpt-5-codex"}},
-         "tool_discovery": {"semantic": {"enabled": False}}},
-        environ={},
-    )  # fmt: skip
-    with mock_upstreams() as router:
-        _, replies = scripted_responses(router)
-        client, _ = await gateway_factory(config, targets={})
+    async with codex_gateway(gateway_factory) as (client, _, replies):
         yield client, replies
 
 

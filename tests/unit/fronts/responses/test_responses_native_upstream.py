@@ -9,19 +9,16 @@ from typing import Any
 
 import pytest
 
-from app.config import parse_config
 from tests.support.responses import sdk
 from tests.support.responses_upstream import (
-    RESPONSES_PROVIDER,
+    codex_gateway,
     custom_call,
     function_call,
     message,
     reasoning,
     response,
-    scripted_responses,
     web_search,
 )
-from tests.support.upstream import mock_upstreams
 
 PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
 GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": 'start: "*** Begin Patch" /.+/'}
@@ -35,14 +32,7 @@ INCLUDE = {"include": ["reasoning.encrypted_content"]}
 
 @pytest.fixture
 async def gateway(gateway_factory: Any) -> Any:
-    config = parse_config(
-        {"providers": {"resp": RESPONSES_PROVIDER}, "models": {"codex": {"provider": "resp", "model": "gpt-5-codex"}},
-         "tool_discovery": {"semantic": {"enabled": False}}},
-        environ={},
-    )  # fmt: skip
-    with mock_upstreams() as router:
-        sent, replies = scripted_responses(router)
-        client, _ = await gateway_factory(config, targets={})
+    async with codex_gateway(gateway_factory) as (client, sent, replies):
         yield client, sent, replies
 
 
